@@ -1,0 +1,272 @@
+//! The endpoint filter (SPEC §4.4–4.5): which EndpointSlices of a provider cluster a consumer
+//! cluster receives, and in what shape.
+
+use crate::karmada::mcs_policy::types::{EndpointPort, EndpointSlice, McsRef, ServicePort};
+
+pub const SERVICE_NAME_LABEL: &str = "kubernetes.io/service-name";
+pub const MANAGED_BY_LABEL: &str = "endpointslice.kubernetes.io/managed-by";
+pub const DISPATCH_MANAGER: &str = "endpointslice-dispatch-controller.karmada.io";
+pub const IMPORT_MANAGER: &str = "endpointslice-controller.karmada.io";
+pub const PROVISION_CLUSTER_ANNOTATION: &str = "endpointslice.karmada.io/provision-cluster";
+
+const MAX_NAME: usize = 253;
+/// `-` plus 16 hex digits of the hash.
+const HASH_SUFFIX_LEN: usize = 17;
+
+/// The copies `consumer` must hold of `source`'s slices for this MCS.
+pub fn filter(
+    mcs: &McsRef,
+    service_ports: Option<&[ServicePort]>,
+    source: &str,
+    consumer: &str,
+    slices: Vec<EndpointSlice>,
+) -> Vec<EndpointSlice> {
+    if source == consumer {
+        return Vec::new();
+    }
+    let allowed = allowed_port_names(mcs, service_ports);
+    slices
+        .into_iter()
+        .filter(|s| is_source_slice(s, mcs))
+        .filter_map(|s| copy_slice(s, mcs, source, allowed.as_deref()))
+        .collect()
+}
+
+/// A slice of this Service that the multi-cluster machinery did not make (the loop guard).
+fn is_source_slice(slice: &EndpointSlice, mcs: &McsRef) -> bool {
+    let label = |key: &str| {
+        slice
+            .labels
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    };
+    slice.namespace == mcs.namespace
+        && label(SERVICE_NAME_LABEL) == Some(mcs.name.as_str())
+        && !matches!(label(MANAGED_BY_LABEL), Some(DISPATCH_MANAGER | IMPORT_MANAGER))
+}
+
+/// Names of the slice ports to keep; `None` keeps every port.
+/// An MCS entry picks a Service port by name when it has one, else by number; the slice port
+/// serving that Service port carries the Service port's name. Without the Service's ports,
+/// named entries match slice ports by name and numbered ones match nothing.
+fn allowed_port_names(mcs: &McsRef, service_ports: Option<&[ServicePort]>) -> Option<Vec<String>> {
+    if mcs.ports.is_empty() {
+        return None;
+    }
+    let names = mcs
+        .ports
+        .iter()
+        .filter_map(|entry| match service_ports {
+            Some(ports) => ports
+                .iter()
+                .find(|sp| {
+                    if entry.name.is_empty() {
+                        sp.port == entry.port
+                    } else {
+                        sp.name == entry.name
+                    }
+                })
+                .map(|sp| sp.name.clone()),
+            None => (!entry.name.is_empty()).then(|| entry.name.clone()),
+        })
+        .collect();
+    Some(names)
+}
+
+fn copy_slice(
+    slice: EndpointSlice,
+    mcs: &McsRef,
+    source: &str,
+    allowed: Option<&[String]>,
+) -> Option<EndpointSlice> {
+    let ports: Vec<EndpointPort> = match allowed {
+        None => slice.ports,
+        Some(names) => {
+            let kept: Vec<EndpointPort> = slice
+                .ports
+                .into_iter()
+                .filter(|p| names.iter().any(|n| n == p.name.as_deref().unwrap_or("")))
+                .collect();
+            if kept.is_empty() {
+                return None;
+            }
+            kept
+        }
+    };
+    Some(EndpointSlice {
+        name: copy_name(source, &slice.name),
+        namespace: slice.namespace,
+        labels: vec![
+            (SERVICE_NAME_LABEL.to_string(), mcs.name.clone()),
+            (MANAGED_BY_LABEL.to_string(), DISPATCH_MANAGER.to_string()),
+        ],
+        annotations: vec![(PROVISION_CLUSTER_ANNOTATION.to_string(), source.to_string())],
+        address_type: slice.address_type,
+        endpoints: slice.endpoints,
+        ports,
+    })
+}
+
+/// `<source>-<slice>`; past 253 bytes, a truncated prefix plus a hash of the full name, so names
+/// stay unique, stable and valid DNS subdomains.
+pub fn copy_name(source: &str, slice: &str) -> String {
+    let full = format!("{source}-{slice}");
+    if full.len() <= MAX_NAME {
+        return full;
+    }
+    let mut cut = MAX_NAME - HASH_SUFFIX_LEN;
+    while !full.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    let prefix = full[..cut].trim_end_matches(['-', '.']);
+    format!("{prefix}-{:016x}", fnv1a64(full.as_bytes()))
+}
+
+/// FNV-1a, 64 bit: stable across hosts and versions, no dependencies.
+fn fnv1a64(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::karmada::mcs_policy::types::{Endpoint, EndpointConditions, ExposurePort};
+
+    fn mcs(ports: &[(&str, i32)]) -> McsRef {
+        McsRef {
+            name: "web".into(),
+            namespace: "shop".into(),
+            ports: ports
+                .iter()
+                .map(|(n, p)| ExposurePort {
+                    name: n.to_string(),
+                    port: *p,
+                })
+                .collect(),
+        }
+    }
+
+    fn port(name: &str, number: i32) -> EndpointPort {
+        EndpointPort {
+            name: Some(name.into()),
+            port: Some(number),
+            protocol: Some("TCP".into()),
+            app_protocol: None,
+        }
+    }
+
+    fn slice(name: &str, labels: &[(&str, &str)], ports: Vec<EndpointPort>) -> EndpointSlice {
+        EndpointSlice {
+            name: name.into(),
+            namespace: "shop".into(),
+            labels: labels
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            annotations: vec![("note".into(), "x".into())],
+            address_type: "IPv4".into(),
+            endpoints: vec![Endpoint {
+                addresses: vec!["10.0.0.1".into()],
+                conditions: EndpointConditions {
+                    ready: Some(true),
+                    serving: Some(true),
+                    terminating: Some(false),
+                },
+                hostname: None,
+                node_name: Some("node-1".into()),
+                zone: Some("z1".into()),
+                target_ref: None,
+                hints: None,
+                deprecated_topology: vec![],
+            }],
+            ports,
+        }
+    }
+
+    fn own(name: &str) -> EndpointSlice {
+        slice(name, &[(SERVICE_NAME_LABEL, "web"), (MANAGED_BY_LABEL, "endpointslice-controller.k8s.io")], vec![port("http", 8080), port("metrics", 9090)])
+    }
+
+    fn service_ports() -> Vec<ServicePort> {
+        vec![
+            ServicePort { name: "http".into(), port: 80 },
+            ServicePort { name: "metrics".into(), port: 9100 },
+        ]
+    }
+
+    #[test]
+    fn copies_a_slice_with_exactly_the_dispatch_labels_and_annotation() {
+        let out = filter(&mcs(&[]), None, "member1", "member2", vec![own("web-abc")]);
+        assert_eq!(out.len(), 1);
+        let copy = &out[0];
+        assert_eq!(copy.name, "member1-web-abc");
+        assert_eq!(copy.namespace, "shop");
+        assert_eq!(
+            copy.labels,
+            vec![
+                (SERVICE_NAME_LABEL.to_string(), "web".to_string()),
+                (MANAGED_BY_LABEL.to_string(), DISPATCH_MANAGER.to_string())
+            ]
+        );
+        assert_eq!(
+            copy.annotations,
+            vec![(PROVISION_CLUSTER_ANNOTATION.to_string(), "member1".to_string())]
+        );
+        assert_eq!(copy.endpoints, own("x").endpoints);
+        assert_eq!(copy.ports.len(), 2);
+    }
+
+    #[test]
+    fn never_sends_a_providers_slices_back_to_itself() {
+        assert!(filter(&mcs(&[]), None, "member1", "member1", vec![own("a")]).is_empty());
+    }
+
+    #[test]
+    fn skips_slices_made_by_the_multi_cluster_machinery() {
+        let dispatched = slice("a", &[(SERVICE_NAME_LABEL, "web"), (MANAGED_BY_LABEL, DISPATCH_MANAGER)], vec![]);
+        let imported = slice("b", &[(SERVICE_NAME_LABEL, "web"), (MANAGED_BY_LABEL, IMPORT_MANAGER)], vec![]);
+        let other_service = slice("c", &[(SERVICE_NAME_LABEL, "api")], vec![]);
+        let out = filter(&mcs(&[]), None, "m1", "m2", vec![dispatched, imported, other_service, own("d")]);
+        assert_eq!(out.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(), vec!["m1-d"]);
+    }
+
+    #[test]
+    fn filters_ports_by_service_port_name_or_number() {
+        let sp = service_ports();
+        let by_name = filter(&mcs(&[("http", 0)]), Some(&sp), "m1", "m2", vec![own("a")]);
+        assert_eq!(by_name[0].ports, vec![port("http", 8080)]);
+        let by_number = filter(&mcs(&[("", 9100)]), Some(&sp), "m1", "m2", vec![own("a")]);
+        assert_eq!(by_number[0].ports, vec![port("metrics", 9090)]);
+    }
+
+    #[test]
+    fn drops_slices_left_without_ports() {
+        let sp = service_ports();
+        assert!(filter(&mcs(&[("grpc", 0)]), Some(&sp), "m1", "m2", vec![own("a")]).is_empty());
+        assert!(filter(&mcs(&[("", 1)]), Some(&sp), "m1", "m2", vec![own("a")]).is_empty());
+    }
+
+    #[test]
+    fn without_service_ports_named_entries_match_slice_port_names() {
+        let out = filter(&mcs(&[("metrics", 0), ("", 80)]), None, "m1", "m2", vec![own("a")]);
+        assert_eq!(out[0].ports, vec![port("metrics", 9090)]);
+    }
+
+    #[test]
+    fn hashes_names_longer_than_253_characters() {
+        let long = "s".repeat(260);
+        let a = copy_name("member1", &long);
+        let b = copy_name("member2", &long);
+        assert_eq!(a.len(), 253);
+        assert_ne!(a, b);
+        assert_eq!(a, copy_name("member1", &long));
+        assert!(crate::names::dns1123_subdomain(&a).is_empty(), "{a}");
+        // a cut landing on '.' or '-' must not leave an invalid name
+        let dotted = format!("{}.{}", "a".repeat(234), "b".repeat(30));
+        assert!(crate::names::dns1123_subdomain(&copy_name("m", &dotted)).is_empty());
+        assert_eq!(copy_name("m", "x"), "m-x");
+    }
+}

@@ -1,0 +1,151 @@
+//! The MultiClusterService policy component. This file is glue only: WIT bindings, the export,
+//! and conversions between WIT records and the plain functions in the modules below, which
+//! compile and are tested natively (`cargo test -p guest`).
+
+wit_bindgen::generate!({
+    world: "policy",
+    path: "../wit",
+    additional_derives: [PartialEq],
+});
+
+pub mod decode;
+pub mod defaults;
+pub mod field;
+pub mod filter;
+mod gofmt;
+mod meta;
+pub mod names;
+mod schema;
+mod strict;
+mod time;
+pub mod validate;
+
+// The world's `use` brings AdmissionRequest, Settings, Context, Denial, PatchOperation, McsRef,
+// ServicePort and EndpointSlice into scope; the rest come from the interface.
+use karmada::mcs_policy::types::{ErrorType, FieldError, Operation, PatchOp, Rejection};
+
+/// The exported component.
+pub struct Policy;
+
+impl Guest for Policy {
+    fn validate(
+        request: AdmissionRequest,
+        settings: Settings,
+        context: Context,
+    ) -> Result<Vec<String>, Denial> {
+        validate_request(&request, &settings, &context)
+    }
+
+    fn mutate(
+        request: AdmissionRequest,
+        _settings: Settings,
+    ) -> Result<Vec<PatchOperation>, String> {
+        mutate_request(&request)
+    }
+
+    fn filter(
+        mcs: McsRef,
+        service_ports: Option<Vec<ServicePort>>,
+        source_cluster: String,
+        consumer_cluster: String,
+        slices: Vec<EndpointSlice>,
+    ) -> Vec<EndpointSlice> {
+        filter::filter(
+            &mcs,
+            service_ports.as_deref(),
+            &source_cluster,
+            &consumer_cluster,
+            slices,
+        )
+    }
+}
+
+#[cfg(target_arch = "wasm32")]
+export!(Policy);
+
+/// `validate` on WIT records; also the native entry point for benchmarks and tests.
+pub fn validate_request(
+    request: &AdmissionRequest,
+    settings: &Settings,
+    context: &Context,
+) -> Result<Vec<String>, Denial> {
+    let rules = validate::Rules {
+        reject_empty_types: settings.reject_empty_types,
+        reject_repeated_types: settings.reject_repeated_types,
+        reject_duplicate_cluster_names: settings.reject_duplicate_cluster_names,
+        reject_unknown_port_names: settings.reject_unknown_port_names,
+        warn_unregistered_clusters: settings.warn_unregistered_clusters,
+    };
+    let known = validate::Known {
+        registered_clusters: context.registered_clusters.clone(),
+        service_ports: context
+            .service_ports
+            .as_ref()
+            .map(|ports| ports.iter().map(|p| (p.name.clone(), p.port)).collect()),
+    };
+    validate::validate_request(
+        op(request.operation),
+        &request.object,
+        request.old_object.as_deref(),
+        &rules,
+        &known,
+    )
+    .map_err(|refusal| match refusal {
+        validate::Refusal::Malformed(message) => Denial::Malformed(message),
+        validate::Refusal::Forbidden {
+            errors,
+            message,
+            warnings,
+        } => Denial::Forbidden(Rejection {
+            errors: errors.iter().map(wit_field_error).collect(),
+            message,
+            warnings,
+        }),
+    })
+}
+
+/// `mutate` on WIT records; also the native entry point for benchmarks and tests.
+pub fn mutate_request(request: &AdmissionRequest) -> Result<Vec<PatchOperation>, String> {
+    defaults::default_request(
+        op(request.operation),
+        &request.uid,
+        &request.object,
+        request.old_object.as_deref(),
+    )
+    .map(|ops| {
+        ops.into_iter()
+            .map(|p| PatchOperation {
+                op: match p.kind {
+                    defaults::PatchKind::Add => PatchOp::Add,
+                    defaults::PatchKind::Replace => PatchOp::Replace,
+                },
+                path: p.path,
+                value: p.value,
+            })
+            .collect()
+    })
+}
+
+fn op(operation: Operation) -> validate::Op {
+    match operation {
+        Operation::Create => validate::Op::Create,
+        Operation::Update => validate::Op::Update,
+        Operation::Delete | Operation::Connect => validate::Op::Other,
+    }
+}
+
+fn wit_field_error(e: &field::FieldError) -> FieldError {
+    FieldError {
+        error_type: match e.kind {
+            field::Kind::Required => ErrorType::Required,
+            field::Kind::Invalid => ErrorType::Invalid,
+            field::Kind::Duplicate => ErrorType::Duplicate,
+            field::Kind::Unsupported => ErrorType::Unsupported,
+            field::Kind::Forbidden => ErrorType::Forbidden,
+            field::Kind::TooLong => ErrorType::TooLong,
+        },
+        field: e.field.clone(),
+        value: e.rendered_value(),
+        detail: e.detail.clone(),
+    }
+}

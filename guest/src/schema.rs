@@ -1,0 +1,285 @@
+//! The Go types of a MultiClusterService as a schema, so that a JSON value of the wrong type
+//! produces the same error Go's `encoding/json` produces:
+//! `json: cannot unmarshal <json type> into Go struct field <Struct>.<path> of type <go type>`.
+
+use serde_json::Value;
+
+use crate::time::Timestamp;
+
+/// A Go type as `encoding/json` sees it.
+pub enum Ty {
+    /// `string` or a named string type (the name is what Go prints).
+    Str(&'static str),
+    /// A signed integer type with its bit width.
+    Int(&'static str, u32),
+    Bool,
+    /// `metav1.Time`: a string holding an RFC 3339 timestamp.
+    Time,
+    /// `[]T`, with the Go name of the slice type.
+    List(&'static str, &'static Ty),
+    /// `map[string]T`, with the Go name of the map type.
+    Map(&'static str, &'static Ty),
+    /// A struct: its Go name (as printed in errors) and the JSON keys it knows.
+    Struct(&'static str, &'static [(&'static str, Ty)]),
+    /// A value the policy does not read (any JSON accepted).
+    Any,
+}
+
+const STRING: Ty = Ty::Str("string");
+const INT32: Ty = Ty::Int("int32", 32);
+const INT64: Ty = Ty::Int("int64", 64);
+const STRINGS: Ty = Ty::List("[]string", &STRING);
+const STRING_MAP: Ty = Ty::Map("map[string]string", &STRING);
+
+const OWNER_REFERENCE: Ty = Ty::Struct(
+    "v1.OwnerReference",
+    &[
+        ("apiVersion", STRING),
+        ("kind", STRING),
+        ("name", STRING),
+        ("uid", Ty::Str("types.UID")),
+        ("controller", Ty::Bool),
+        ("blockOwnerDeletion", Ty::Bool),
+    ],
+);
+
+const MANAGED_FIELDS_ENTRY: Ty = Ty::Struct(
+    "v1.ManagedFieldsEntry",
+    &[
+        ("manager", STRING),
+        ("operation", Ty::Str("v1.ManagedFieldsOperationType")),
+        ("apiVersion", STRING),
+        ("time", Ty::Time),
+        ("fieldsType", STRING),
+        ("fieldsV1", Ty::Any),
+        ("subresource", STRING),
+    ],
+);
+
+const OBJECT_META: Ty = Ty::Struct(
+    "v1.ObjectMeta",
+    &[
+        ("name", STRING),
+        ("generateName", STRING),
+        ("namespace", STRING),
+        ("selfLink", STRING),
+        ("uid", Ty::Str("types.UID")),
+        ("resourceVersion", STRING),
+        ("generation", INT64),
+        ("creationTimestamp", Ty::Time),
+        ("deletionTimestamp", Ty::Time),
+        ("deletionGracePeriodSeconds", INT64),
+        ("labels", STRING_MAP),
+        ("annotations", STRING_MAP),
+        (
+            "ownerReferences",
+            Ty::List("[]v1.OwnerReference", &OWNER_REFERENCE),
+        ),
+        ("finalizers", STRINGS),
+        (
+            "managedFields",
+            Ty::List("[]v1.ManagedFieldsEntry", &MANAGED_FIELDS_ENTRY),
+        ),
+    ],
+);
+
+const EXPOSURE_PORT: Ty = Ty::Struct("v1alpha1.ExposurePort", &[("name", STRING), ("port", INT32)]);
+const CLUSTER: Ty = Ty::Struct("v1alpha1.ClusterSelector", &[("name", STRING)]);
+
+const SPEC: Ty = Ty::Struct(
+    "v1alpha1.MultiClusterServiceSpec",
+    &[
+        (
+            "types",
+            Ty::List(
+                "[]v1alpha1.ExposureType",
+                &Ty::Str("v1alpha1.ExposureType"),
+            ),
+        ),
+        ("ports", Ty::List("[]v1alpha1.ExposurePort", &EXPOSURE_PORT)),
+        (
+            "range",
+            Ty::Struct("v1alpha1.ExposureRange", &[("clusterNames", STRINGS)]),
+        ),
+        ("serviceProvisionClusters", STRINGS),
+        ("serviceConsumptionClusters", STRINGS),
+        (
+            "providerClusters",
+            Ty::List("[]v1alpha1.ClusterSelector", &CLUSTER),
+        ),
+        (
+            "consumerClusters",
+            Ty::List("[]v1alpha1.ClusterSelector", &CLUSTER),
+        ),
+    ],
+);
+
+const PORT_STATUS: Ty = Ty::Struct(
+    "v1.PortStatus",
+    &[
+        ("port", INT32),
+        ("protocol", Ty::Str("v1.Protocol")),
+        ("error", STRING),
+    ],
+);
+
+const INGRESS: Ty = Ty::Struct(
+    "v1.LoadBalancerIngress",
+    &[
+        ("ip", STRING),
+        ("hostname", STRING),
+        ("ipMode", Ty::Str("v1.LoadBalancerIPMode")),
+        ("ports", Ty::List("[]v1.PortStatus", &PORT_STATUS)),
+    ],
+);
+
+const CONDITION: Ty = Ty::Struct(
+    "v1.Condition",
+    &[
+        ("type", STRING),
+        ("status", Ty::Str("v1.ConditionStatus")),
+        ("observedGeneration", INT64),
+        ("lastTransitionTime", Ty::Time),
+        ("reason", STRING),
+        ("message", STRING),
+    ],
+);
+
+const STATUS: Ty = Ty::Struct(
+    "v1.ServiceStatus",
+    &[
+        (
+            "loadBalancer",
+            Ty::Struct(
+                "v1.LoadBalancerStatus",
+                &[("ingress", Ty::List("[]v1.LoadBalancerIngress", &INGRESS))],
+            ),
+        ),
+        ("conditions", Ty::List("[]v1.Condition", &CONDITION)),
+    ],
+);
+
+pub const MCS_SCHEMA: Ty = Ty::Struct(
+    "v1alpha1.MultiClusterService",
+    &[
+        ("apiVersion", STRING),
+        ("kind", STRING),
+        ("metadata", OBJECT_META),
+        ("spec", SPEC),
+        ("status", STATUS),
+    ],
+);
+
+/// The word Go uses for a JSON value's type in unmarshal errors.
+pub fn json_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "bool",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+/// Checks `value` against `ty`; the error is Go's message for the first mismatch.
+pub fn check(value: &Value, ty: &Ty) -> Result<(), String> {
+    check_at(value, ty, &Where::root())
+}
+
+/// Where a value sits: the innermost Go struct and the JSON path of keys from the root.
+#[derive(Clone)]
+struct Where {
+    go_struct: &'static str,
+    path: String,
+}
+
+impl Where {
+    fn root() -> Self {
+        Where {
+            go_struct: "",
+            path: String::new(),
+        }
+    }
+
+    fn field(&self, go_struct: &'static str, key: &str) -> Self {
+        let path = if self.path.is_empty() {
+            key.to_string()
+        } else {
+            format!("{}.{key}", self.path)
+        };
+        Where { go_struct, path }
+    }
+
+    fn mismatch(&self, what: &str, go_type: &str) -> String {
+        if self.path.is_empty() {
+            return format!("json: cannot unmarshal {what} into Go value of type {go_type}");
+        }
+        let short = self.go_struct.rsplit('.').next().unwrap_or(self.go_struct);
+        format!(
+            "json: cannot unmarshal {what} into Go struct field {short}.{} of type {go_type}",
+            self.path
+        )
+    }
+}
+
+fn check_at(value: &Value, ty: &Ty, at: &Where) -> Result<(), String> {
+    if value.is_null() {
+        return Ok(());
+    }
+    match ty {
+        Ty::Any => Ok(()),
+        Ty::Str(name) => match value {
+            Value::String(_) => Ok(()),
+            other => Err(at.mismatch(json_kind(other), name)),
+        },
+        Ty::Bool => match value {
+            Value::Bool(_) => Ok(()),
+            other => Err(at.mismatch(json_kind(other), "bool")),
+        },
+        Ty::Int(name, bits) => check_int(value, name, *bits, at),
+        Ty::Time => check_time(value),
+        Ty::List(name, item) => match value {
+            Value::Array(items) => items.iter().try_for_each(|v| check_at(v, item, at)),
+            other => Err(at.mismatch(json_kind(other), name)),
+        },
+        Ty::Map(name, item) => match value {
+            Value::Object(entries) => entries.values().try_for_each(|v| check_at(v, item, at)),
+            other => Err(at.mismatch(json_kind(other), name)),
+        },
+        Ty::Struct(name, fields) => match value {
+            Value::Object(entries) => fields.iter().try_for_each(|(key, fty)| {
+                entries
+                    .get(*key)
+                    .map_or(Ok(()), |v| check_at(v, fty, &at.field(name, key)))
+            }),
+            other => Err(at.mismatch(json_kind(other), name)),
+        },
+    }
+}
+
+fn check_int(value: &Value, name: &str, bits: u32, at: &Where) -> Result<(), String> {
+    let Value::Number(n) = value else {
+        return Err(at.mismatch(json_kind(value), name));
+    };
+    let fits = n.as_i64().is_some_and(|i| {
+        let max = (1i128 << (bits - 1)) - 1;
+        let min = -(1i128 << (bits - 1));
+        (min..=max).contains(&(i as i128))
+    });
+    if fits {
+        Ok(())
+    } else {
+        Err(at.mismatch(&format!("number {n}"), name))
+    }
+}
+
+fn check_time(value: &Value) -> Result<(), String> {
+    match value {
+        Value::String(s) => Timestamp::parse_rfc3339(s).map(|_| ()),
+        other => Err(format!(
+            "json: cannot unmarshal {} into Go value of type string",
+            json_kind(other)
+        )),
+    }
+}

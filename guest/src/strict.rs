@@ -1,0 +1,84 @@
+//! The rules of the `strict` policy (SPEC §6), each behind its own setting. They run after the
+//! Karmada-compatible rules, so a strict policy only ever adds errors and warnings.
+
+use crate::decode::Mcs;
+use crate::field::{BadValue, FieldError, child, index};
+use crate::validate::{Known, Rules};
+
+/// Errors of the enabled strict rules, in this order: empty types, repeated types, duplicate
+/// provider names, duplicate consumer names, port names unknown to the hub Service.
+pub fn errors(mcs: &Mcs, rules: &Rules, known: &Known) -> Vec<FieldError> {
+    let spec = &mcs.spec;
+    let mut errs = Vec::new();
+    if rules.reject_empty_types && spec.types.is_empty() {
+        errs.push(FieldError::required(
+            "spec.types",
+            "must contain exactly one of \"CrossCluster\", \"LoadBalancer\"",
+        ));
+    }
+    if rules.reject_repeated_types {
+        errs.extend(
+            repeats(&spec.types)
+                .map(|i| FieldError::duplicate(index("spec.types", i), BadValue::named_str(&spec.types[i]))),
+        );
+    }
+    if rules.reject_duplicate_cluster_names {
+        for (list, path) in [
+            (&spec.provider_clusters, "spec.providerClusters"),
+            (&spec.consumer_clusters, "spec.consumerClusters"),
+        ] {
+            errs.extend(repeats(list).map(|i| {
+                FieldError::duplicate(child(&index(path, i), "name"), BadValue::Str(list[i].clone()))
+            }));
+        }
+    }
+    if rules.reject_unknown_port_names {
+        if let Some(service_ports) = &known.service_ports {
+            let supported: Vec<String> = service_ports
+                .iter()
+                .map(|(name, _)| name.clone())
+                .filter(|n| !n.is_empty())
+                .collect();
+            for (i, port) in spec.ports.iter().enumerate() {
+                if !port.name.is_empty() && !supported.contains(&port.name) {
+                    errs.push(FieldError::unsupported(
+                        child(&index("spec.ports", i), "name"),
+                        BadValue::Str(port.name.clone()),
+                        &supported,
+                    ));
+                }
+            }
+        }
+    }
+    errs
+}
+
+/// Admission warnings: cluster names that are not registered (when the registry is known).
+pub fn warnings(mcs: &Mcs, rules: &Rules, known: &Known) -> Vec<String> {
+    let (true, Some(registered)) = (rules.warn_unregistered_clusters, &known.registered_clusters)
+    else {
+        return Vec::new();
+    };
+    let spec = &mcs.spec;
+    let mut out = Vec::new();
+    for (list, path, role) in [
+        (&spec.provider_clusters, "spec.providerClusters", "provider"),
+        (&spec.consumer_clusters, "spec.consumerClusters", "consumer"),
+    ] {
+        for (i, name) in list.iter().enumerate() {
+            if !name.is_empty() && !registered.contains(name) {
+                out.push(format!(
+                    "{}: {role} cluster {} is not registered",
+                    child(&index(path, i), "name"),
+                    crate::gofmt::go_quote(name)
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// Indices of items equal to an earlier item.
+fn repeats(items: &[String]) -> impl Iterator<Item = usize> + '_ {
+    (0..items.len()).filter(move |&i| items[..i].contains(&items[i]))
+}
