@@ -9,7 +9,8 @@ use serde_json::{Map, Value};
 use crate::schema::{MCS_SCHEMA, check};
 use crate::time::Timestamp;
 
-pub const API_VERSION: &str = "networking.karmada.io/v1alpha1";
+pub const GROUP: &str = "networking.karmada.io";
+pub const VERSION: &str = "v1alpha1";
 pub const KIND: &str = "MultiClusterService";
 
 /// How much of the raw object a "missing kind" message quotes before eliding the rest.
@@ -63,7 +64,8 @@ pub struct ManagedFields {
 
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Spec {
-    pub types: Vec<String>,
+    /// `None` when absent or null: Go keeps a nil slice, which differs from `[]` on update.
+    pub types: Option<Vec<String>>,
     pub ports: Vec<Port>,
     pub provider_clusters: Vec<String>,
     pub consumer_clusters: Vec<String>,
@@ -102,19 +104,21 @@ fn type_meta<'a>(value: &'a Value, raw: &str) -> Result<&'a Map<String, Value>, 
     };
     let api_version = type_meta_field(obj, "apiVersion")?;
     let kind = type_meta_field(obj, "kind")?;
-    if kind.is_empty() {
-        return Err(format!("Object 'Kind' is missing in '{}'", quote_raw(raw)));
+    // The deserializer fills what is missing from the target type (`gvkWithDefaults`), so an
+    // object without kind and apiVersion decodes as a MultiClusterService.
+    let (group, version) = split_api_version(api_version)?;
+    let kind = if kind.is_empty() { KIND } else { kind };
+    let (group, version) = match (group, version) {
+        ("", "") => (GROUP, VERSION),
+        (g, "") if g == GROUP => (GROUP, VERSION),
+        gv => gv,
+    };
+    if version.is_empty() {
+        return Err(format!("Object 'apiVersion' is missing in '{}'", quote_raw(raw)));
     }
-    if api_version.is_empty() {
+    if (group, version, kind) != (GROUP, VERSION, KIND) {
         return Err(format!(
-            "Object 'apiVersion' is missing in '{}'",
-            quote_raw(raw)
-        ));
-    }
-    if api_version != API_VERSION || kind != KIND {
-        return Err(format!(
-            "unable to decode {}, Kind={kind} into *v1alpha1.MultiClusterService",
-            group_version(api_version)
+            "unable to decode {group}/{version}, Kind={kind} into *v1alpha1.MultiClusterService"
         ));
     }
     Ok(obj)
@@ -131,12 +135,14 @@ fn type_meta_field<'a>(obj: &'a Map<String, Value>, key: &str) -> Result<&'a str
     }
 }
 
-/// `schema.GroupVersion.String()` of an apiVersion: the core group prints as `/v1`.
-fn group_version(api_version: &str) -> String {
-    if api_version.contains('/') {
-        api_version.to_string()
-    } else {
-        format!("/{api_version}")
+/// `schema.ParseGroupVersion`: `v1` is the core group, `g/v` a named one.
+fn split_api_version(api_version: &str) -> Result<(&str, &str), String> {
+    match api_version.split_once('/') {
+        _ if api_version.matches('/').count() > 1 => {
+            Err(format!("unexpected GroupVersion string: {api_version}"))
+        }
+        Some((group, version)) => Ok((group, version)),
+        None => Ok(("", api_version)),
     }
 }
 
@@ -218,7 +224,10 @@ fn extract_spec(s: &Map<String, Value>) -> Spec {
     let cluster_names =
         |key: &str| -> Vec<String> { objects(s, key).map(|c| string(c, "name")).collect() };
     Spec {
-        types: strings(s, "types"),
+        types: s
+            .get("types")
+            .filter(|v| !v.is_null())
+            .map(|_| strings(s, "types")),
         ports: objects(s, "ports")
             .map(|p| Port {
                 name: string(p, "name"),
@@ -306,7 +315,7 @@ mod tests {
         assert_eq!(m.meta.name, "foo");
         assert_eq!(m.meta.generation, 2);
         assert_eq!(m.meta.labels.get("a").map(String::as_str), Some("b"));
-        assert_eq!(m.spec.types, vec!["CrossCluster"]);
+        assert_eq!(m.spec.types, Some(vec!["CrossCluster".to_string()]));
         assert_eq!(
             m.spec.ports,
             vec![Port {
@@ -326,14 +335,18 @@ mod tests {
     }
 
     #[test]
-    fn reports_missing_kind_and_api_version_as_kubernetes_does() {
+    fn fills_missing_kind_and_api_version_from_the_target_type() {
+        assert!(decode_mcs(r#"{"metadata":{"name":"a"}}"#).is_ok());
+        assert!(decode_mcs(r#"{"kind":"MultiClusterService"}"#).is_ok());
+        assert!(decode_mcs(r#"{"apiVersion":"networking.karmada.io/v1alpha1"}"#).is_ok());
+        assert!(decode_mcs(r#"{"apiVersion":"networking.karmada.io/","kind":"MultiClusterService"}"#).is_ok());
         assert_eq!(
             decode_mcs(r#"{"apiVersion":"v1"}"#).unwrap_err(),
-            r#"Object 'Kind' is missing in '{"apiVersion":"v1"}'"#
+            "unable to decode /v1, Kind=MultiClusterService into *v1alpha1.MultiClusterService"
         );
         assert_eq!(
-            decode_mcs(r#"{"kind":"MultiClusterService"}"#).unwrap_err(),
-            r#"Object 'apiVersion' is missing in '{"kind":"MultiClusterService"}'"#
+            decode_mcs(r#"{"apiVersion":"other.io/","kind":"MultiClusterService"}"#).unwrap_err(),
+            r#"Object 'apiVersion' is missing in '{"apiVersion":"other.io/","kind":"MultiClusterService"}'"#
         );
     }
 
@@ -386,7 +399,7 @@ mod tests {
 
     #[test]
     fn elides_huge_objects_in_missing_kind_messages() {
-        let raw = format!(r#"{{"apiVersion":"v1","x":"{}"}}"#, "a".repeat(10_000));
+        let raw = format!(r#"{{"apiVersion":"x.io/","x":"{}"}}"#, "a".repeat(10_000));
         let err = decode_mcs(&raw).unwrap_err();
         assert!(err.len() < 4200, "{}", err.len());
         assert!(err.ends_with("bytes)'"));

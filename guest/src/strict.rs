@@ -9,8 +9,9 @@ use crate::validate::{Known, Rules};
 /// provider names, duplicate consumer names, port names unknown to the hub Service.
 pub fn errors(mcs: &Mcs, rules: &Rules, known: &Known) -> Vec<FieldError> {
     let spec = &mcs.spec;
+    let types = spec.types.as_deref().unwrap_or_default();
     let mut errs = Vec::new();
-    if rules.reject_empty_types && spec.types.is_empty() {
+    if rules.reject_empty_types && types.is_empty() {
         errs.push(FieldError::required(
             "spec.types",
             "must contain exactly one of \"CrossCluster\", \"LoadBalancer\"",
@@ -18,8 +19,8 @@ pub fn errors(mcs: &Mcs, rules: &Rules, known: &Known) -> Vec<FieldError> {
     }
     if rules.reject_repeated_types {
         errs.extend(
-            repeats(&spec.types)
-                .map(|i| FieldError::duplicate(index("spec.types", i), BadValue::named_str(&spec.types[i]))),
+            repeats(types)
+                .map(|i| FieldError::duplicate(index("spec.types", i), BadValue::named_str(&types[i]))),
         );
     }
     if rules.reject_duplicate_cluster_names {

@@ -93,7 +93,10 @@ pub fn validate_update(new: &Mcs, old: &Mcs, rules: &Rules, known: &Known) -> Ve
     if new.spec.types != old.spec.types {
         errs.push(FieldError::invalid(
             "spec.types",
-            BadValue::str_list(&old.spec.types),
+            old.spec
+                .types
+                .as_deref()
+                .map_or_else(|| BadValue::Json("null".to_string()), BadValue::str_list),
             "MultiClusterService types are immutable",
         ));
     }
@@ -137,7 +140,8 @@ fn validate_spec(mcs: &Mcs) -> Vec<FieldError> {
     }
 
     let mut distinct_types: Vec<&str> = Vec::new();
-    for (i, t) in spec.types.iter().enumerate() {
+    let types = spec.types.as_deref().unwrap_or_default();
+    for (i, t) in types.iter().enumerate() {
         if !distinct_types.contains(&t.as_str()) {
             distinct_types.push(t);
         }
@@ -152,7 +156,7 @@ fn validate_spec(mcs: &Mcs) -> Vec<FieldError> {
     if distinct_types.len() > 1 {
         errs.push(FieldError::invalid(
             "spec.types",
-            BadValue::str_list(&spec.types),
+            BadValue::str_list(types),
             "MultiClusterService types should not contain more than one type",
         ));
     }

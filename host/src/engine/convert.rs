@@ -1,0 +1,169 @@
+//! Kubernetes objects (k8s-openapi) ⇄ WIT records for the endpoint filter. Field-for-field
+//! copies: no decision is taken here.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::ObjectReference;
+use k8s_openapi::api::discovery::v1 as discovery;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+use super::types;
+
+/// An EndpointSlice as the component sees it.
+pub fn slice_to_wit(slice: &discovery::EndpointSlice) -> types::EndpointSlice {
+    let meta = &slice.metadata;
+    types::EndpointSlice {
+        name: meta.name.clone().unwrap_or_default(),
+        namespace: meta.namespace.clone().unwrap_or_default(),
+        labels: pairs(meta.labels.as_ref()),
+        annotations: pairs(meta.annotations.as_ref()),
+        address_type: slice.address_type.clone(),
+        endpoints: slice
+            .endpoints
+            .iter()
+            .flatten()
+            .map(endpoint_to_wit)
+            .collect(),
+        ports: slice.ports.iter().flatten().map(port_to_wit).collect(),
+    }
+}
+
+/// A copy made by the component, as a Kubernetes object.
+pub fn slice_from_wit(slice: types::EndpointSlice) -> discovery::EndpointSlice {
+    discovery::EndpointSlice {
+        metadata: ObjectMeta {
+            name: Some(slice.name),
+            namespace: Some(slice.namespace),
+            labels: map(slice.labels),
+            annotations: map(slice.annotations),
+            ..ObjectMeta::default()
+        },
+        address_type: slice.address_type,
+        endpoints: Some(slice.endpoints.into_iter().map(endpoint_from_wit).collect()),
+        ports: Some(slice.ports.into_iter().map(port_from_wit).collect()),
+    }
+}
+
+fn pairs(map: Option<&BTreeMap<String, String>>) -> Vec<(String, String)> {
+    map.into_iter()
+        .flatten()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
+fn map(pairs: Vec<(String, String)>) -> Option<BTreeMap<String, String>> {
+    (!pairs.is_empty()).then(|| pairs.into_iter().collect())
+}
+
+fn endpoint_to_wit(e: &discovery::Endpoint) -> types::Endpoint {
+    let conditions = e.conditions.clone().unwrap_or_default();
+    types::Endpoint {
+        addresses: e.addresses.clone(),
+        conditions: types::EndpointConditions {
+            ready: conditions.ready,
+            serving: conditions.serving,
+            terminating: conditions.terminating,
+        },
+        hostname: e.hostname.clone(),
+        node_name: e.node_name.clone(),
+        zone: e.zone.clone(),
+        target_ref: e.target_ref.as_ref().map(|r| types::ObjectReference {
+            kind: r.kind.clone(),
+            namespace: r.namespace.clone(),
+            name: r.name.clone(),
+            uid: r.uid.clone(),
+            api_version: r.api_version.clone(),
+            resource_version: r.resource_version.clone(),
+            field_path: r.field_path.clone(),
+        }),
+        hints: e.hints.as_ref().map(|h| types::EndpointHints {
+            for_zones: h.for_zones.iter().flatten().map(|z| z.name.clone()).collect(),
+            for_nodes: h.for_nodes.iter().flatten().map(|n| n.name.clone()).collect(),
+        }),
+        deprecated_topology: pairs(e.deprecated_topology.as_ref()),
+    }
+}
+
+fn endpoint_from_wit(e: types::Endpoint) -> discovery::Endpoint {
+    let c = e.conditions;
+    let has_conditions = c.ready.is_some() || c.serving.is_some() || c.terminating.is_some();
+    discovery::Endpoint {
+        addresses: e.addresses,
+        conditions: has_conditions.then_some(discovery::EndpointConditions {
+            ready: c.ready,
+            serving: c.serving,
+            terminating: c.terminating,
+        }),
+        deprecated_topology: map(e.deprecated_topology),
+        hints: e.hints.map(|h| discovery::EndpointHints {
+            for_zones: (!h.for_zones.is_empty()).then(|| {
+                h.for_zones
+                    .into_iter()
+                    .map(|name| discovery::ForZone { name })
+                    .collect()
+            }),
+            for_nodes: (!h.for_nodes.is_empty()).then(|| {
+                h.for_nodes
+                    .into_iter()
+                    .map(|name| discovery::ForNode { name })
+                    .collect()
+            }),
+        }),
+        hostname: e.hostname,
+        node_name: e.node_name,
+        target_ref: e.target_ref.map(|r| ObjectReference {
+            api_version: r.api_version,
+            field_path: r.field_path,
+            kind: r.kind,
+            name: r.name,
+            namespace: r.namespace,
+            resource_version: r.resource_version,
+            uid: r.uid,
+        }),
+        zone: e.zone,
+    }
+}
+
+fn port_to_wit(p: &discovery::EndpointPort) -> types::EndpointPort {
+    types::EndpointPort {
+        name: p.name.clone(),
+        port: p.port,
+        protocol: p.protocol.clone(),
+        app_protocol: p.app_protocol.clone(),
+    }
+}
+
+fn port_from_wit(p: types::EndpointPort) -> discovery::EndpointPort {
+    discovery::EndpointPort {
+        app_protocol: p.app_protocol,
+        name: p.name,
+        port: p.port,
+        protocol: p.protocol,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_every_endpoint_field() {
+        let json = serde_json::json!({
+            "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+            "metadata": {"name": "web-1", "namespace": "shop", "labels": {"a": "b"}, "annotations": {"c": "d"}},
+            "addressType": "IPv6",
+            "endpoints": [{
+                "addresses": ["fd00::1"],
+                "conditions": {"ready": true, "serving": false, "terminating": true},
+                "hostname": "h", "nodeName": "n", "zone": "z",
+                "targetRef": {"kind": "Pod", "namespace": "shop", "name": "p", "uid": "u", "apiVersion": "v1", "resourceVersion": "7", "fieldPath": "f"},
+                "hints": {"forZones": [{"name": "z1"}], "forNodes": [{"name": "n1"}]},
+                "deprecatedTopology": {"k": "v"}
+            }],
+            "ports": [{"name": "http", "port": 8080, "protocol": "TCP", "appProtocol": "http"}]
+        });
+        let slice: discovery::EndpointSlice = serde_json::from_value(json.clone()).unwrap();
+        let back = slice_from_wit(slice_to_wit(&slice));
+        assert_eq!(serde_json::to_value(&back).unwrap(), json);
+    }
+}

@@ -1,0 +1,216 @@
+//! The policy engine: where the host hands a decision to the component (ARCHITECTURE §1).
+//! `PolicyEngine` is the facade; no wasmtime type appears in its signatures. It is cheap to
+//! clone and safe to share between threads; every call runs in a fresh, bounded instance.
+//!
+//! ```
+//! use std::time::Duration;
+//! use mcs_policy::engine::{EngineOptions, PolicyEngine, types};
+//!
+//! let engine = PolicyEngine::embedded(EngineOptions::default())?;
+//! let request = types::AdmissionRequest {
+//!     uid: "6f1c2b7e-0d4f-4a5e-9c1b-2a3d4e5f6a7b".into(),
+//!     operation: types::Operation::Create,
+//!     object: r#"{"apiVersion":"networking.karmada.io/v1alpha1","kind":"MultiClusterService",
+//!                 "metadata":{"name":"web","namespace":"shop"},"spec":{"types":["CrossCluster"]}}"#.into(),
+//!     old_object: None,
+//! };
+//! let verdict = engine.validate(&request, &types::Settings::default(), &types::Context::default(),
+//!                               Duration::from_secs(1))?;
+//! assert_eq!(verdict, Ok(vec![]));
+//! # Ok::<(), mcs_policy::engine::EngineError>(())
+//! ```
+
+mod cache;
+pub mod convert;
+mod error;
+mod runtime;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+pub use error::EngineError;
+use runtime::{Loaded, Runtime};
+
+/// The component built from `guest/` and embedded at build time.
+pub const EMBEDDED_COMPONENT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/mcs_policy.wasm"));
+
+pub(crate) mod bindings {
+    wasmtime::component::bindgen!({
+        world: "policy",
+        path: "../wit",
+        additional_derives: [PartialEq],
+    });
+}
+
+/// The WIT records, as plain Rust structs (see `wit/policy.wit` for what each field means).
+pub mod types {
+    pub use super::bindings::karmada::mcs_policy::types::*;
+}
+
+use types::{AdmissionRequest, Context, Denial, EndpointSlice, McsRef, PatchOperation, ServicePort, Settings};
+
+/// All switches off: the `karmada-compatible` policy.
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            reject_empty_types: false,
+            reject_repeated_types: false,
+            reject_duplicate_cluster_names: false,
+            reject_unknown_port_names: false,
+            warn_unregistered_clusters: false,
+        }
+    }
+}
+
+/// Nothing known about the environment.
+impl Default for Context {
+    fn default() -> Self {
+        Context {
+            registered_clusters: None,
+            service_ports: None,
+        }
+    }
+}
+
+/// How the engine bounds each call.
+#[derive(Clone, Debug)]
+pub struct EngineOptions {
+    /// Maximum linear memory of one instance. A call that needs more fails with
+    /// `EngineError::MemoryLimit`.
+    pub memory_limit_bytes: usize,
+    /// How many instances may be live at once (sizes the pooling allocator).
+    pub max_concurrency: u32,
+    /// Granularity of time budgets: the epoch advances once per tick.
+    pub epoch_tick: Duration,
+    /// Where compiled components are cached; `None` compiles at every start.
+    pub cache_dir: Option<PathBuf>,
+}
+
+impl Default for EngineOptions {
+    fn default() -> Self {
+        EngineOptions {
+            memory_limit_bytes: 128 << 20,
+            max_concurrency: 64,
+            epoch_tick: Duration::from_millis(5),
+            cache_dir: None,
+        }
+    }
+}
+
+/// Runs the policy component. Clone it freely: clones share the compiled component.
+#[derive(Clone)]
+pub struct PolicyEngine {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    runtime: Runtime,
+    loaded: RwLock<Arc<Loaded>>,
+}
+
+impl std::fmt::Debug for PolicyEngine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PolicyEngine")
+            .field("component", &self.digest())
+            .finish()
+    }
+}
+
+impl PolicyEngine {
+    /// The engine with the component embedded in this binary.
+    pub fn embedded(options: EngineOptions) -> Result<Self, EngineError> {
+        Self::from_bytes(EMBEDDED_COMPONENT, "the embedded component", options)
+    }
+
+    /// The engine with the component in `path`.
+    pub fn from_file(path: &Path, options: EngineOptions) -> Result<Self, EngineError> {
+        let bytes = read(path)?;
+        Self::from_bytes(&bytes, &path.display().to_string(), options)
+    }
+
+    /// The engine with a component given as bytes; `origin` names it in errors.
+    pub fn from_bytes(bytes: &[u8], origin: &str, options: EngineOptions) -> Result<Self, EngineError> {
+        let runtime = Runtime::new(options)?;
+        let loaded = runtime.load(bytes, origin)?;
+        Ok(PolicyEngine {
+            inner: Arc::new(Inner {
+                runtime,
+                loaded: RwLock::new(Arc::new(loaded)),
+            }),
+        })
+    }
+
+    /// Replaces the component with the one in `path`. On error the current one stays in use.
+    /// Calls already running finish on the component they started with.
+    pub fn reload_from_file(&self, path: &Path) -> Result<String, EngineError> {
+        let bytes = read(path)?;
+        let loaded = self.inner.runtime.load(&bytes, &path.display().to_string())?;
+        let digest = loaded.digest.clone();
+        *self.inner.loaded.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(loaded);
+        Ok(digest)
+    }
+
+    /// SHA-256 of the component in use.
+    pub fn digest(&self) -> String {
+        self.current().digest.clone()
+    }
+
+    fn current(&self) -> Arc<Loaded> {
+        self.inner
+            .loaded
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// The validating decision (WIT `validate`), within `budget`.
+    pub fn validate(
+        &self,
+        request: &AdmissionRequest,
+        settings: &Settings,
+        context: &Context,
+        budget: Duration,
+    ) -> Result<Result<Vec<String>, Denial>, EngineError> {
+        let loaded = self.current();
+        self.inner.runtime.run(&loaded, "validate", budget, |policy, store| {
+            policy.call_validate(store, request, *settings, context)
+        })
+    }
+
+    /// The defaulting patch (WIT `mutate`), within `budget`.
+    pub fn mutate(
+        &self,
+        request: &AdmissionRequest,
+        settings: &Settings,
+        budget: Duration,
+    ) -> Result<Result<Vec<PatchOperation>, String>, EngineError> {
+        let loaded = self.current();
+        self.inner.runtime.run(&loaded, "mutate", budget, |policy, store| {
+            policy.call_mutate(store, request, *settings)
+        })
+    }
+
+    /// The endpoint filter (WIT `filter`), within `budget`.
+    pub fn filter(
+        &self,
+        mcs: &McsRef,
+        service_ports: Option<&[ServicePort]>,
+        source_cluster: &str,
+        consumer_cluster: &str,
+        slices: &[EndpointSlice],
+        budget: Duration,
+    ) -> Result<Vec<EndpointSlice>, EngineError> {
+        let loaded = self.current();
+        self.inner.runtime.run(&loaded, "filter", budget, |policy, store| {
+            policy.call_filter(store, mcs, service_ports, source_cluster, consumer_cluster, slices)
+        })
+    }
+}
+
+fn read(path: &Path) -> Result<Vec<u8>, EngineError> {
+    std::fs::read(path).map_err(|source| EngineError::Read {
+        path: path.display().to_string(),
+        source,
+    })
+}

@@ -1,0 +1,173 @@
+//! `mcs-policy eval`: one decision offline, through the component (never a native copy).
+//! Reads an AdmissionReview (or, for `filter`, a filter input) as JSON or YAML from a file or
+//! stdin and prints the answer as JSON on stdout.
+
+use std::io::Read;
+use std::path::Path;
+use std::time::Duration;
+
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+use serde::Deserialize;
+
+use crate::engine::types::{McsRef, ExposurePort, ServicePort};
+use crate::engine::{EngineError, PolicyEngine, convert};
+use crate::settings::{ContextFile, Policy};
+use crate::webhook::review::{
+    ReviewError, ReviewOut, mutation_response, parse_review, validation_response,
+};
+
+#[derive(Debug, thiserror::Error)]
+pub enum EvalError {
+    #[error("reading {input} failed")]
+    Read {
+        input: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{input} is neither JSON nor YAML: {reason}")]
+    Syntax { input: String, reason: String },
+    #[error("{input} is not a usable AdmissionReview: {source}")]
+    Review {
+        input: String,
+        #[source]
+        source: ReviewError,
+    },
+    #[error("{input} is not a filter input: {reason}")]
+    FilterInput { input: String, reason: String },
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+}
+
+/// Reads `input` (`-` = stdin) and returns it as JSON text (YAML is converted).
+pub fn read_json(input: &str) -> Result<String, EvalError> {
+    let mut text = String::new();
+    let read = if input == "-" {
+        std::io::stdin().read_to_string(&mut text).map(|_| ())
+    } else {
+        std::fs::read_to_string(Path::new(input)).map(|t| text = t)
+    };
+    read.map_err(|source| EvalError::Read {
+        input: input.to_string(),
+        source,
+    })?;
+    if serde_json::from_str::<serde::de::IgnoredAny>(&text).is_ok() {
+        return Ok(text);
+    }
+    let value: serde_json::Value = serde_yaml::from_str(&text).map_err(|e| EvalError::Syntax {
+        input: input.to_string(),
+        reason: e.to_string(),
+    })?;
+    Ok(value.to_string())
+}
+
+/// `eval validate` / `eval mutate`: the response AdmissionReview.
+pub fn admission(
+    engine: &PolicyEngine,
+    mutate: bool,
+    policy: &Policy,
+    context: &ContextFile,
+    input: &str,
+    budget: Duration,
+) -> Result<ReviewOut, EvalError> {
+    let json = read_json(input)?;
+    let review = parse_review(json.as_bytes()).map_err(|source| EvalError::Review {
+        input: input.to_string(),
+        source,
+    })?;
+    if mutate {
+        let patch = engine.mutate(&review.request, &policy.settings, budget)?;
+        Ok(mutation_response(&review, patch))
+    } else {
+        let ctx = context.for_object(&review.namespace, &review.name);
+        let verdict = engine.validate(&review.request, &policy.settings, &ctx, budget)?;
+        Ok(validation_response(&review, verdict))
+    }
+}
+
+/// The input of `eval filter` (the `input` of a `tests/fixtures/filter` case).
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct FilterInput {
+    mcs: McsInput,
+    #[serde(default)]
+    service_ports: Option<Vec<PortInput>>,
+    source_cluster: String,
+    consumer_cluster: String,
+    #[serde(default)]
+    slices: Vec<EndpointSlice>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct McsInput {
+    name: String,
+    namespace: String,
+    #[serde(default)]
+    ports: Vec<PortInput>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PortInput {
+    #[serde(default)]
+    name: String,
+    #[serde(default)]
+    port: i32,
+}
+
+/// `eval filter`: the EndpointSlice copies for the consumer, as Kubernetes JSON.
+pub fn filter(
+    engine: &PolicyEngine,
+    input: &str,
+    budget: Duration,
+) -> Result<serde_json::Value, EvalError> {
+    let json = read_json(input)?;
+    let parsed: FilterInput =
+        serde_json::from_str(&json).map_err(|e| EvalError::FilterInput {
+            input: input.to_string(),
+            reason: e.to_string(),
+        })?;
+    let mcs = McsRef {
+        name: parsed.mcs.name,
+        namespace: parsed.mcs.namespace,
+        ports: parsed
+            .mcs
+            .ports
+            .into_iter()
+            .map(|p| ExposurePort {
+                name: p.name,
+                port: p.port,
+            })
+            .collect(),
+    };
+    let service_ports: Option<Vec<ServicePort>> = parsed.service_ports.map(|ports| {
+        ports
+            .into_iter()
+            .map(|p| ServicePort {
+                name: p.name,
+                port: p.port,
+            })
+            .collect()
+    });
+    let slices: Vec<_> = parsed.slices.iter().map(convert::slice_to_wit).collect();
+    let copies = engine.filter(
+        &mcs,
+        service_ports.as_deref(),
+        &parsed.source_cluster,
+        &parsed.consumer_cluster,
+        &slices,
+        budget,
+    )?;
+    let objects: Vec<serde_json::Value> = copies
+        .into_iter()
+        .map(|c| {
+            let mut v = serde_json::to_value(convert::slice_from_wit(c)).unwrap_or_default();
+            if let Some(obj) = v.as_object_mut() {
+                obj.insert("apiVersion".into(), "discovery.k8s.io/v1".into());
+                obj.insert("kind".into(), "EndpointSlice".into());
+            }
+            v
+        })
+        .collect();
+    Ok(serde_json::Value::Array(objects))
+}

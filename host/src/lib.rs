@@ -1,0 +1,39 @@
+//! mcs-policy: Karmada's MultiClusterService admission and endpoint-sync logic as one
+//! WebAssembly component, and the host that runs it.
+//!
+//! - [`engine`]: runs the component (`PolicyEngine`), the piece other controllers embed.
+//! - [`webhook`]: the admission webhook server (`router`, `serve`) and the AdmissionReview
+//!   protocol ([`webhook::review`]).
+//! - [`eval`]: one decision offline.
+//! - [`settings`]: policy settings (`policies/`) and the environment context.
+
+pub mod config;
+pub mod engine;
+pub mod eval;
+pub mod manifests;
+pub mod reload;
+pub mod settings;
+pub mod tls;
+pub mod webhook;
+
+/// Resolves on SIGTERM or Ctrl-C: the one signal that drives every graceful shutdown.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => tracing::info!("received Ctrl-C"),
+        _ = term => tracing::info!("received SIGTERM"),
+    }
+}

@@ -1,0 +1,98 @@
+//! The Kubernetes API: authorization, discovery and OpenAPI documents, and dispatch of resource
+//! requests to the verb handlers.
+
+mod body;
+mod delete;
+mod params;
+mod patch;
+mod path;
+mod read;
+mod respond;
+mod table;
+mod target;
+mod watch;
+mod write;
+
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
+use axum::response::{IntoResponse, Response};
+
+use crate::app::App;
+use crate::discovery;
+use crate::openapi;
+use crate::status::ApiError;
+use params::Params;
+use path::Route;
+use target::{Target, Verb};
+
+/// Serves one Kubernetes API request.
+pub async fn handle(State(app): State<Arc<App>>, method: Method, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
+    let response = serve(&app, &method, &uri, &headers, body).await.unwrap_or_else(IntoResponse::into_response);
+    tracing::debug!(%method, %uri, status = response.status().as_u16(), "request");
+    response
+}
+
+async fn serve(app: &Arc<App>, method: &Method, uri: &Uri, headers: &HeaderMap, body: Bytes) -> Result<Response, ApiError> {
+    authorize(app, headers)?;
+    let params = Params::from_uri(uri)?;
+    let route = path::parse(uri.path());
+    if let Route::Resource(resource_path) = route {
+        let target = Target::resolve(&app.read().registry, resource_path)?;
+        return serve_resource(app, method, target, &params, headers, body);
+    }
+    if method != Method::GET {
+        return Err(ApiError::method_not_allowed());
+    }
+    document(app, route).map(|doc| respond::json_response(StatusCode::OK, &doc))
+}
+
+/// With `--token`, requests must carry `Authorization: Bearer TOKEN`.
+fn authorize(app: &App, headers: &HeaderMap) -> Result<(), ApiError> {
+    let Some(token) = &app.settings.token else { return Ok(()) };
+    let given = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
+    let bearer = given.and_then(|v| v.strip_prefix("Bearer "));
+    if bearer == Some(token.as_str()) { Ok(()) } else { Err(ApiError::unauthorized()) }
+}
+
+/// The discovery, OpenAPI or health document a non-resource route addresses.
+fn document(app: &App, route: Route) -> Result<serde_json::Value, ApiError> {
+    let store = app.read();
+    let registry = &store.registry;
+    let found = match route {
+        Route::Version => Some(discovery::version()),
+        Route::Health => Some(serde_json::json!("ok")),
+        Route::CoreVersions => Some(discovery::core_versions(&app.settings.server_address)),
+        Route::GroupList => Some(discovery::group_list(registry)),
+        Route::Group(group) => discovery::group(registry, &group),
+        Route::ResourceList { group, version } => discovery::resource_list(registry, &group, &version),
+        Route::OpenApiIndex => Some(openapi::index(registry)),
+        Route::OpenApiDocument { group, version } => openapi::document(registry, &group, &version),
+        Route::Resource(_) | Route::NotFound => None,
+    };
+    found.ok_or_else(ApiError::path_not_found)
+}
+
+/// Runs a resource request, unless an injected fault answers it first.
+fn serve_resource(app: &Arc<App>, method: &Method, target: Target, params: &Params, headers: &HeaderMap, body: Bytes) -> Result<Response, ApiError> {
+    let verb = target.verb(method, params)?;
+    if let Some(error) = app.faults.injected_error(&target.request_info(verb), target.name_or_empty()) {
+        tracing::info!(verb = verb.as_str(), resource = %target.rt.group_resource(), code = error.code, "injected fault");
+        return Err(error);
+    }
+    if verb.writes() && params.get("dryRun").is_some_and(|d| !d.is_empty()) {
+        return Err(ApiError::bad_request("dryRun is not supported by kube-sim"));
+    }
+    match verb {
+        Verb::Get => read::get(app, &target, headers),
+        Verb::List => read::list(app, &target, params, headers),
+        Verb::Watch => watch::watch(app, &target, params, headers),
+        Verb::Create => write::create(app, &target, headers, &body),
+        Verb::Update => write::update(app, &target, headers, &body),
+        Verb::Patch => patch::patch(app, &target, params, headers, &body),
+        Verb::Delete => delete::delete(app, &target, &body),
+        Verb::DeleteCollection => delete::delete_collection(app, &target, params, &body),
+    }
+}

@@ -1,0 +1,89 @@
+//! The shared server state (store, faults, network switches, settings) and the HTTP router.
+
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+
+use crate::builtin;
+use crate::faults::Faults;
+use crate::lifecycle;
+use crate::network::Network;
+use crate::object;
+use crate::registry::{GroupResource, Registry};
+use crate::store::Store;
+
+/// Largest accepted request body.
+const BODY_LIMIT: usize = 16 * 1024 * 1024;
+
+/// Settings fixed at startup.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// The bearer token every API request must carry, if any.
+    pub token: Option<String>,
+    /// `host:port` clients reach the server at.
+    pub server_address: String,
+    pub bookmark_interval: Duration,
+    pub history_limit: usize,
+}
+
+/// Everything the handlers share.
+#[derive(Debug)]
+pub struct App {
+    store: RwLock<Store>,
+    pub faults: Faults,
+    pub network: Network,
+    pub settings: Settings,
+}
+
+impl App {
+    pub fn new(settings: Settings) -> Arc<Self> {
+        let store = fresh_store(settings.history_limit);
+        Arc::new(Self { store: RwLock::new(store), faults: Faults::default(), network: Network::default(), settings })
+    }
+
+    pub fn read(&self) -> RwLockReadGuard<'_, Store> {
+        self.store.read().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    pub fn write(&self) -> RwLockWriteGuard<'_, Store> {
+        self.store.write().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Back to a fresh cluster: built-in types and default namespaces only, no faults.
+    /// resourceVersions keep increasing.
+    pub fn reset(&self) {
+        let mut store = self.write();
+        store.reset(Registry::with_types(builtin::builtin_types()));
+        create_default_namespaces(&mut store);
+        self.faults.clear();
+    }
+}
+
+/// The router: the `/_sim/` admin API, everything else is the Kubernetes API.
+pub fn router(app: Arc<App>) -> Router {
+    Router::new()
+        .nest("/_sim", crate::admin::router())
+        .fallback(crate::api::handle)
+        .layer(DefaultBodyLimit::max(BODY_LIMIT))
+        .with_state(app)
+}
+
+fn fresh_store(history_limit: usize) -> Store {
+    let mut store = Store::new(Registry::with_types(builtin::builtin_types()), history_limit);
+    create_default_namespaces(&mut store);
+    store
+}
+
+fn create_default_namespaces(store: &mut Store) {
+    let namespaces = GroupResource::new("", "namespaces");
+    let Some(rt) = store.registry.lookup("", "v1", "namespaces") else { return };
+    let now = object::now();
+    for name in builtin::DEFAULT_NAMESPACES {
+        let body = serde_json::json!({"metadata": {"name": name}});
+        if let Ok(ns) = lifecycle::prepare_create(&rt, None, body, &now) {
+            store.put(&namespaces, ns);
+        }
+    }
+}

@@ -1,0 +1,36 @@
+//! Command-line flags.
+
+use std::net::SocketAddr;
+
+use clap::Parser;
+
+/// A test API server that speaks the Kubernetes REST protocol (JSON over plain HTTP) for
+/// kube-rs clients and kubectl: discovery, CRUD, patch, server-side apply (simplified), watch,
+/// status subresources and CustomResourceDefinitions, with a /_sim/ admin API for fault
+/// injection. State lives in memory only. Logs go to stderr (filter with RUST_LOG, default info).
+#[derive(Debug, Parser)]
+#[command(name = "kube-sim", version)]
+pub struct Args {
+    /// Address to listen on, as HOST:PORT; port 0 picks a free port. The first line on stdout is
+    /// `listening on http://HOST:PORT` with the actual address.
+    #[arg(long, default_value = "127.0.0.1:0")]
+    pub listen: SocketAddr,
+
+    /// Require `Authorization: Bearer TOKEN` on every API request and answer 401 Unauthorized
+    /// otherwise. Without this flag any token, or none, is accepted. /_sim/ never needs one.
+    #[arg(long)]
+    pub token: Option<String>,
+
+    /// Name of the simulated cluster; shown in logs only.
+    #[arg(long, default_value = "kube-sim")]
+    pub name: String,
+
+    /// Watch events remembered per resource, for watches resuming from a resourceVersion; a
+    /// watch from an older resourceVersion gets a 410 Expired ERROR event.
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub watch_history: u64,
+
+    /// Seconds between BOOKMARK events on watches that allow them (allowWatchBookmarks=true).
+    #[arg(long, default_value_t = 5.0)]
+    pub bookmark_interval_seconds: f64,
+}
