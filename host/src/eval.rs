@@ -121,9 +121,18 @@ pub fn filter(
     input: &str,
     budget: Duration,
 ) -> Result<serde_json::Value, EvalError> {
-    let json = read_json(input)?;
+    filter_json(engine, &read_json(input)?, input, budget)
+}
+
+/// `eval filter` on JSON text already read; `input` names it in errors.
+pub fn filter_json(
+    engine: &PolicyEngine,
+    json: &str,
+    input: &str,
+    budget: Duration,
+) -> Result<serde_json::Value, EvalError> {
     let parsed: FilterInput =
-        serde_json::from_str(&json).map_err(|e| EvalError::FilterInput {
+        serde_json::from_str(json).map_err(|e| EvalError::FilterInput {
             input: input.to_string(),
             reason: e.to_string(),
         })?;

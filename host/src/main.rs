@@ -62,8 +62,9 @@ fn run_eval(what: EvalCommand) -> anyhow::Result<()> {
     };
     let engine = load_engine(args)?;
     let budget = Duration::from_millis(args.budget_ms);
-    let output = if kind == "filter" {
-        eval::filter(&engine, &args.request, budget)?
+    let mut stdout = std::io::stdout().lock();
+    if kind == "filter" {
+        serde_json::to_writer_pretty(&mut stdout, &eval::filter(&engine, &args.request, budget)?)?;
     } else {
         let policy = load_policy(&args.policy.policy)?;
         let context = match &args.policy.context {
@@ -71,11 +72,8 @@ fn run_eval(what: EvalCommand) -> anyhow::Result<()> {
             None => ContextFile::default(),
         };
         let out = eval::admission(&engine, kind == "mutate", &policy, &context, &args.request, budget)?;
-        // Keep the response's field order (apiVersion, kind, response) for readers.
-        serde_json::to_value(out)?
-    };
-    let mut stdout = std::io::stdout().lock();
-    serde_json::to_writer_pretty(&mut stdout, &output)?;
+        serde_json::to_writer_pretty(&mut stdout, &out)?;
+    }
     writeln!(stdout)?;
     Ok(())
 }

@@ -1,1 +1,32 @@
-//! Integration tests live in tests/tests/.
+//! Shared helpers for the integration tests: where the built binaries are, the fixtures, and
+//! WAVE encoding for the wasmtime CLI.
+
+pub mod fixtures;
+pub mod wave;
+
+use std::path::PathBuf;
+
+/// The workspace root.
+pub fn workspace_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tests/ lives in the workspace")
+        .to_path_buf()
+}
+
+/// A binary built by `cargo build --workspace --bins` in the same profile as this test
+/// (the test executable lives in `target/<profile>/deps/`).
+pub fn binary(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("current test executable");
+    let profile_dir = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .expect("test executable under target/<profile>/deps");
+    let path = profile_dir.join(name);
+    assert!(
+        path.is_file(),
+        "{} is missing: build the binaries first (`cargo build --workspace --bins`, as scripts/test.sh does)",
+        path.display()
+    );
+    path
+}

@@ -95,7 +95,12 @@ async fn unreachable_state(State(app): State<Arc<App>>) -> Response {
 
 async fn state(State(app): State<Arc<App>>) -> Response {
     let store = app.read();
-    let body = json!({"resourceVersion": store.resource_version().to_string(), "resources": store.dump()});
+    let body = json!({
+        "resourceVersion": store.resource_version().to_string(),
+        "openWatches": app.network.open_watches(),
+        "unreachable": app.network.is_unreachable(),
+        "resources": store.dump(),
+    });
     answer(StatusCode::OK, body)
 }
 

@@ -67,6 +67,11 @@ impl Network {
         self.watch_ends.send(how).unwrap_or(0)
     }
 
+    /// How many watch streams are open.
+    pub fn open_watches(&self) -> usize {
+        self.watch_ends.receiver_count()
+    }
+
     /// A receiver told when open watches must end.
     pub fn watch_ends(&self) -> broadcast::Receiver<WatchEnd> {
         self.watch_ends.subscribe()

@@ -132,11 +132,6 @@ impl FieldSelector {
     pub fn matches(&self, obj: &Value) -> bool {
         self.0.iter().all(|(path, equal, value)| (field_text(obj, path) == *value) == *equal)
     }
-
-    /// The name this selector pins with `metadata.name=NAME`, if it does.
-    pub fn pinned_name(&self) -> Option<&str> {
-        self.0.iter().find(|(p, equal, _)| *equal && p == "metadata.name").map(|(_, _, v)| v.as_str())
-    }
 }
 
 /// The field at a dotted path, as text (missing fields are "").
@@ -197,7 +192,6 @@ mod tests {
     fn field_selectors_compare_dotted_paths_as_text() {
         let selector = FieldSelector::parse("metadata.name=web,metadata.namespace!=dev,spec.port=80").unwrap();
         assert!(selector.matches(&obj(json!({}))));
-        assert_eq!(selector.pinned_name(), Some("web"));
         assert!(!FieldSelector::parse("metadata.name=db").unwrap().matches(&obj(json!({}))));
     }
 }

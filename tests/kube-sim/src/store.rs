@@ -244,7 +244,7 @@ mod tests {
         for name in ["a", "b", "c", "d"] {
             store.put(&services(), service("ns", name));
         }
-        assert_eq!(store.changes_since(&services(), 1), Err(TooOld { requested: 1, oldest: 2 }));
+        assert_eq!(store.changes_since(&services(), 1).unwrap_err(), TooOld { requested: 1, oldest: 2 });
         let since_two: Vec<u64> = store.changes_since(&services(), 2).unwrap().iter().map(|c| c.resource_version).collect();
         assert_eq!(since_two, vec![3, 4]);
     }

@@ -25,12 +25,14 @@ pub fn table(objects: &[Arc<Value>], resource_version: Option<u64>, with_columns
 fn column_definitions() -> Value {
     json!([
         {"name": "Name", "type": "string", "format": "name", "description": "Name must be unique within a namespace.", "priority": 0},
-        {"name": "Age", "type": "date", "format": "", "description": "CreationTimestamp is a timestamp representing the server time when this object was created.", "priority": 0},
+        {"name": "Age", "type": "string", "format": "", "description": "CreationTimestamp is a timestamp representing the server time when this object was created.", "priority": 0},
     ])
 }
 
 fn row(obj: &Value, include: Option<&str>) -> Value {
-    let cells = json!([obj["metadata"]["name"], obj["metadata"]["creationTimestamp"]]);
+    let created = obj["metadata"]["creationTimestamp"].as_str().and_then(|t| t.parse::<jiff::Timestamp>().ok());
+    let age = created.map_or_else(|| "<unknown>".to_owned(), |t| human_age(jiff::Timestamp::now().duration_since(t).as_secs()));
+    let cells = json!([obj["metadata"]["name"], age]);
     match include {
         Some("None") => json!({"cells": cells}),
         Some("Object") => json!({"cells": cells, "object": obj}),
@@ -38,6 +40,20 @@ fn row(obj: &Value, include: Option<&str>) -> Value {
             "cells": cells,
             "object": {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": obj["metadata"]},
         }),
+    }
+}
+
+/// An age as kubectl shows it (`45s`, `3m20s`, `2h5m`, `3d`).
+fn human_age(seconds: i64) -> String {
+    let (minutes, hours) = (seconds / 60, seconds / 3600);
+    match seconds {
+        ..0 => "0s".to_owned(),
+        0..120 => format!("{seconds}s"),
+        _ if minutes < 10 && seconds % 60 != 0 => format!("{minutes}m{}s", seconds % 60),
+        _ if minutes < 180 => format!("{minutes}m"),
+        _ if hours < 8 && minutes % 60 != 0 => format!("{hours}h{}m", minutes % 60),
+        _ if hours < 48 => format!("{hours}h"),
+        _ => format!("{}d", hours / 24),
     }
 }
 
@@ -54,6 +70,18 @@ mod tests {
         assert!(wanted(&headers));
         headers.insert(header::ACCEPT, HeaderValue::from_static("application/json"));
         assert!(!wanted(&headers));
+    }
+
+    #[test]
+    fn ages_read_like_kubectl_ages() {
+        assert_eq!(human_age(-3), "0s");
+        assert_eq!(human_age(45), "45s");
+        assert_eq!(human_age(200), "3m20s");
+        assert_eq!(human_age(600), "10m");
+        assert_eq!(human_age(2 * 3600 + 300), "125m");
+        assert_eq!(human_age(5 * 3600 + 300), "5h5m");
+        assert_eq!(human_age(30 * 3600), "30h");
+        assert_eq!(human_age(80 * 3600), "3d");
     }
 
     #[test]

@@ -166,7 +166,8 @@ impl WatchStream {
         match opening {
             Opening::Snapshot { objects, rv } => {
                 self.last_rv = rv;
-                for obj in objects.iter().filter(|o| self.filter.matches(o)) {
+                let visible: Vec<Arc<Value>> = objects.into_iter().filter(|o| self.filter.matches(o)).collect();
+                for obj in &visible {
                     if !self.send_object(EventType::Added, obj).await {
                         return false;
                     }

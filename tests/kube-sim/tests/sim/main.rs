@@ -1,0 +1,9 @@
+//! Integration tests: the real kube-sim binary, driven by kube-rs clients, raw HTTP and kubectl.
+
+mod crd;
+mod crud;
+mod discovery;
+mod faults;
+mod kubectl;
+mod support;
+mod watch;

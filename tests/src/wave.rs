@@ -1,0 +1,152 @@
+//! WAVE (WebAssembly Value Encoding) text for `wasmtime run --invoke`: the arguments of the
+//! policy's exported functions, built from the same fixtures the other hosts run.
+
+use mcs_policy::engine::types::{
+    AdmissionRequest, Context, EndpointSlice, McsRef, Operation, ServicePort, Settings,
+};
+
+/// A WAVE string literal: `\u{...}` escapes, never JSON's `\uXXXX`.
+pub fn string(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c.is_control() => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+fn option(v: Option<String>) -> String {
+    v.map_or_else(|| "none".to_string(), |s| format!("some({s})"))
+}
+
+fn list<T>(items: &[T], f: impl Fn(&T) -> String) -> String {
+    format!("[{}]", items.iter().map(f).collect::<Vec<_>>().join(", "))
+}
+
+fn pairs(items: &[(String, String)]) -> String {
+    list(items, |(k, v)| format!("({}, {})", string(k), string(v)))
+}
+
+fn opt_str(v: &Option<String>) -> String {
+    option(v.as_deref().map(string))
+}
+
+fn opt_bool(v: Option<bool>) -> String {
+    option(v.map(|b| b.to_string()))
+}
+
+pub fn request(r: &AdmissionRequest) -> String {
+    let op = match r.operation {
+        Operation::Create => "create",
+        Operation::Update => "update",
+        Operation::Delete => "delete",
+        Operation::Connect => "connect",
+    };
+    format!(
+        "{{uid: {}, operation: {op}, object: {}, old-object: {}}}",
+        string(&r.uid),
+        string(&r.object),
+        opt_str(&r.old_object)
+    )
+}
+
+pub fn settings(s: &Settings) -> String {
+    format!(
+        "{{reject-empty-types: {}, reject-repeated-types: {}, reject-duplicate-cluster-names: {}, reject-unknown-port-names: {}, warn-unregistered-clusters: {}}}",
+        s.reject_empty_types,
+        s.reject_repeated_types,
+        s.reject_duplicate_cluster_names,
+        s.reject_unknown_port_names,
+        s.warn_unregistered_clusters
+    )
+}
+
+fn service_port(p: &ServicePort) -> String {
+    format!("{{name: {}, port: {}}}", string(&p.name), p.port)
+}
+
+pub fn service_ports(ports: Option<&[ServicePort]>) -> String {
+    option(ports.map(|p| list(p, service_port)))
+}
+
+pub fn context(c: &Context) -> String {
+    format!(
+        "{{registered-clusters: {}, service-ports: {}}}",
+        option(c.registered_clusters.as_ref().map(|names| list(names, |n| string(n)))),
+        service_ports(c.service_ports.as_deref())
+    )
+}
+
+pub fn mcs(m: &McsRef) -> String {
+    format!(
+        "{{name: {}, namespace: {}, ports: {}}}",
+        string(&m.name),
+        string(&m.namespace),
+        list(&m.ports, |p| format!("{{name: {}, port: {}}}", string(&p.name), p.port))
+    )
+}
+
+pub fn slice(s: &EndpointSlice) -> String {
+    let endpoints = list(&s.endpoints, |e| {
+        let target = option(e.target_ref.as_ref().map(|r| {
+            format!(
+                "{{kind: {}, namespace: {}, name: {}, uid: {}, api-version: {}, resource-version: {}, field-path: {}}}",
+                opt_str(&r.kind),
+                opt_str(&r.namespace),
+                opt_str(&r.name),
+                opt_str(&r.uid),
+                opt_str(&r.api_version),
+                opt_str(&r.resource_version),
+                opt_str(&r.field_path)
+            )
+        }));
+        let hints = option(e.hints.as_ref().map(|h| {
+            format!(
+                "{{for-zones: {}, for-nodes: {}}}",
+                list(&h.for_zones, |z| string(z)),
+                list(&h.for_nodes, |n| string(n))
+            )
+        }));
+        format!(
+            "{{addresses: {}, conditions: {{ready: {}, serving: {}, terminating: {}}}, hostname: {}, node-name: {}, zone: {}, target-ref: {target}, hints: {hints}, deprecated-topology: {}}}",
+            list(&e.addresses, |a| string(a)),
+            opt_bool(e.conditions.ready),
+            opt_bool(e.conditions.serving),
+            opt_bool(e.conditions.terminating),
+            opt_str(&e.hostname),
+            opt_str(&e.node_name),
+            opt_str(&e.zone),
+            pairs(&e.deprecated_topology)
+        )
+    });
+    let ports = list(&s.ports, |p| {
+        format!(
+            "{{name: {}, port: {}, protocol: {}, app-protocol: {}}}",
+            opt_str(&p.name),
+            option(p.port.map(|n| n.to_string())),
+            opt_str(&p.protocol),
+            opt_str(&p.app_protocol)
+        )
+    });
+    format!(
+        "{{name: {}, namespace: {}, labels: {}, annotations: {}, address-type: {}, endpoints: {endpoints}, ports: {ports}}}",
+        string(&s.name),
+        string(&s.namespace),
+        pairs(&s.labels),
+        pairs(&s.annotations),
+        string(&s.address_type)
+    )
+}
+
+pub fn slices(items: &[EndpointSlice]) -> String {
+    list(items, slice)
+}

@@ -1,0 +1,147 @@
+//! Every fixture in tests/fixtures through the embedded component, by the same code path as
+//! `mcs-policy eval` and the webhook (review parsing → engine → response builder).
+
+use std::time::Duration;
+
+use base64::Engine as _;
+use mcs_policy::engine::{EngineOptions, PolicyEngine};
+use mcs_policy::eval::filter_json;
+use mcs_policy::settings::{ContextFile, load_policy};
+use mcs_policy::webhook::review::{mutation_response, parse_review, validation_response};
+use serde_json::Value;
+use tests::fixtures::{AdmissionCase, FilterCase, check_response, is_lower_uuid, load};
+
+const BUDGET: Duration = Duration::from_secs(5);
+const ID_LABEL: &str = "multiclusterservice.karmada.io/permanent-id";
+
+fn engine() -> PolicyEngine {
+    PolicyEngine::embedded(EngineOptions::default()).expect("embedded component loads")
+}
+
+fn respond(engine: &PolicyEngine, case: &AdmissionCase, mutate: bool) -> Value {
+    let policy = load_policy(case.policy.as_deref().unwrap_or("karmada-compatible")).expect("policy");
+    let context: ContextFile = case
+        .context
+        .clone()
+        .map(|c| serde_json::from_value(c).expect("fixture context"))
+        .unwrap_or_default();
+    let body = serde_json::to_vec(&case.review).expect("review serializes");
+    let review = parse_review(&body).expect("fixture review parses");
+    let out = if mutate {
+        mutation_response(&review, engine.mutate(&review.request, &policy.settings, BUDGET).expect("engine"))
+    } else {
+        let ctx = context.for_object(&review.namespace, &review.name);
+        validation_response(
+            &review,
+            engine.validate(&review.request, &policy.settings, &ctx, BUDGET).expect("engine"),
+        )
+    };
+    serde_json::to_value(out).expect("response serializes")
+}
+
+#[test]
+fn every_validate_fixture_gets_the_expected_answer() {
+    let engine = engine();
+    let mut failures = Vec::new();
+    let cases = load::<AdmissionCase>("validate");
+    for f in &cases {
+        let response = respond(&engine, &f.case, false);
+        assert_eq!(response["response"]["uid"], f.case.review["request"]["uid"], "{}: uid echoed", f.name);
+        for p in check_response(&response, &f.case.expect) {
+            failures.push(format!("{}: {p}", f.name));
+        }
+    }
+    assert!(failures.is_empty(), "{} of {} validate fixtures failed:\n{}", failures.len(), cases.len(), failures.join("\n"));
+}
+
+/// Applies the response's patch to `request.object` and returns the patched object.
+fn patched_object(case: &AdmissionCase, response: &Value) -> Option<Value> {
+    let patch = response["response"]["patch"].as_str()?;
+    assert_eq!(response["response"]["patchType"], "JSONPatch");
+    let bytes = base64::engine::general_purpose::STANDARD.decode(patch).expect("patch is base64");
+    let patch: json_patch::Patch = serde_json::from_slice(&bytes).expect("patch is RFC 6902 JSON");
+    let mut object = case.review["request"]["object"].clone();
+    json_patch::patch(&mut object, &patch).expect("patch applies cleanly to the object as sent");
+    Some(object)
+}
+
+#[test]
+fn every_mutate_fixture_gets_the_expected_patch() {
+    let engine = engine();
+    let mut failures = Vec::new();
+    let cases = load::<AdmissionCase>("mutate");
+    for f in &cases {
+        let expect = &f.case.expect;
+        let response = respond(&engine, &f.case, true);
+        let r = &response["response"];
+        let mut fail = |p: String| failures.push(format!("{}: {p}", f.name));
+        if r["allowed"] != expect["allowed"] {
+            fail(format!("allowed: got {}, want {}", r["allowed"], expect["allowed"]));
+        }
+        if let Some(code) = expect.get("code") {
+            if &r["status"]["code"] != code {
+                fail(format!("status.code: got {}, want {code}", r["status"]["code"]));
+            }
+        }
+        let patched = patched_object(&f.case, &response);
+        if let Some(want) = expect.get("patched").and_then(Value::as_bool) {
+            if patched.is_some() != want {
+                fail(format!("patched: got {}, want {want}", patched.is_some()));
+            }
+        }
+        let Some(want_id) = expect.get("permanentId").and_then(Value::as_str) else {
+            continue;
+        };
+        let object = patched.unwrap_or_else(|| f.case.review["request"]["object"].clone());
+        let id = object["metadata"]["labels"][ID_LABEL].as_str().unwrap_or_default().to_string();
+        if want_id == "uuid" {
+            if !is_lower_uuid(&id) {
+                fail(format!("permanent id {id:?} is not a lower-case UUID"));
+            }
+            let again = respond(&engine, &f.case, true);
+            if again["response"]["patch"] != response["response"]["patch"] {
+                fail("the same request gave a different patch".to_string());
+            }
+        } else if id != want_id {
+            fail(format!("permanent id: got {id:?}, want {want_id:?}"));
+        }
+    }
+    assert!(failures.is_empty(), "{} of {} mutate fixtures failed:\n{}", failures.len(), cases.len(), failures.join("\n"));
+}
+
+#[test]
+fn every_filter_fixture_gets_the_expected_copies() {
+    let engine = engine();
+    let mut failures = Vec::new();
+    let cases = load::<FilterCase>("filter");
+    for f in &cases {
+        let input = serde_json::to_string(&f.case.input).expect("input serializes");
+        let got = filter_json(&engine, &input, &f.name, BUDGET).expect("filter runs");
+        let want = Value::Array(f.case.expect.clone());
+        if got != want {
+            failures.push(format!("{}:\n  got  {got}\n  want {want}", f.name));
+        }
+    }
+    assert!(failures.is_empty(), "{} of {} filter fixtures failed:\n{}", failures.len(), cases.len(), failures.join("\n"));
+}
+
+#[test]
+fn new_permanent_ids_differ_between_requests() {
+    let engine = engine();
+    let cases = load::<AdmissionCase>("mutate");
+    let case = cases
+        .iter()
+        .find(|f| f.case.expect.get("permanentId").and_then(Value::as_str) == Some("uuid"))
+        .expect("a fixture that gets a new id");
+    let mut other = AdmissionCase {
+        description: String::new(),
+        policy: None,
+        context: None,
+        review: case.case.review.clone(),
+        expect: Value::Null,
+    };
+    other.review["request"]["uid"] = Value::String("11111111-2222-3333-4444-555555555555".into());
+    let a = respond(&engine, &case.case, true);
+    let b = respond(&engine, &other, true);
+    assert_ne!(a["response"]["patch"], b["response"]["patch"], "ids must come from the request uid");
+}
