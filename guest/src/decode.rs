@@ -114,7 +114,10 @@ fn type_meta<'a>(value: &'a Value, raw: &str) -> Result<&'a Map<String, Value>, 
         gv => gv,
     };
     if version.is_empty() {
-        return Err(format!("Object 'apiVersion' is missing in '{}'", quote_raw(raw)));
+        return Err(format!(
+            "Object 'apiVersion' is missing in '{}'",
+            quote_raw(raw)
+        ));
     }
     if (group, version, kind) != (GROUP, VERSION, KIND) {
         return Err(format!(
@@ -339,7 +342,10 @@ mod tests {
         assert!(decode_mcs(r#"{"metadata":{"name":"a"}}"#).is_ok());
         assert!(decode_mcs(r#"{"kind":"MultiClusterService"}"#).is_ok());
         assert!(decode_mcs(r#"{"apiVersion":"networking.karmada.io/v1alpha1"}"#).is_ok());
-        assert!(decode_mcs(r#"{"apiVersion":"networking.karmada.io/","kind":"MultiClusterService"}"#).is_ok());
+        assert!(
+            decode_mcs(r#"{"apiVersion":"networking.karmada.io/","kind":"MultiClusterService"}"#)
+                .is_ok()
+        );
         assert_eq!(
             decode_mcs(r#"{"apiVersion":"v1"}"#).unwrap_err(),
             "unable to decode /v1, Kind=MultiClusterService into *v1alpha1.MultiClusterService"
@@ -357,15 +363,21 @@ mod tests {
             "unable to decode /v1, Kind=Service into *v1alpha1.MultiClusterService"
         );
         assert_eq!(
-            decode_mcs(r#"{"apiVersion":"networking.karmada.io/v1alpha2","kind":"MultiClusterService"}"#)
-                .unwrap_err(),
+            decode_mcs(
+                r#"{"apiVersion":"networking.karmada.io/v1alpha2","kind":"MultiClusterService"}"#
+            )
+            .unwrap_err(),
             "unable to decode networking.karmada.io/v1alpha2, Kind=MultiClusterService into *v1alpha1.MultiClusterService"
         );
     }
 
     #[test]
     fn rejects_non_objects_and_bad_json() {
-        assert!(decode_mcs("42").unwrap_err().contains("cannot unmarshal number"));
+        assert!(
+            decode_mcs("42")
+                .unwrap_err()
+                .contains("cannot unmarshal number")
+        );
         assert!(decode_mcs("{").is_err());
         assert_eq!(decode_mcs("").unwrap_err(), "there is no content to decode");
     }
@@ -392,8 +404,7 @@ mod tests {
 
     #[test]
     fn rejects_bad_timestamps() {
-        let err =
-            decode_mcs(&mcs(r#""metadata":{"creationTimestamp":"yesterday"}"#)).unwrap_err();
+        let err = decode_mcs(&mcs(r#""metadata":{"creationTimestamp":"yesterday"}"#)).unwrap_err();
         assert!(err.starts_with("parsing time \"yesterday\""), "{err}");
     }
 

@@ -130,7 +130,8 @@ mod tests {
 
     #[test]
     fn creates_the_labels_map_when_absent() {
-        let ops = default_request(Op::Create, UID, &obj(r#","metadata":{"name":"a"}"#), None).unwrap();
+        let ops =
+            default_request(Op::Create, UID, &obj(r#","metadata":{"name":"a"}"#), None).unwrap();
         assert_eq!(ops.len(), 1);
         assert_eq!(ops[0].kind, PatchKind::Add);
         assert_eq!(ops[0].path, "/metadata/labels");
@@ -140,9 +141,13 @@ mod tests {
 
     #[test]
     fn adds_the_label_with_an_escaped_key_when_labels_exist() {
-        let ops =
-            default_request(Op::Create, UID, &obj(r#","metadata":{"labels":{"app":"x"}}"#), None)
-                .unwrap();
+        let ops = default_request(
+            Op::Create,
+            UID,
+            &obj(r#","metadata":{"labels":{"app":"x"}}"#),
+            None,
+        )
+        .unwrap();
         assert_eq!(
             ops,
             vec![PatchOp {
@@ -155,20 +160,32 @@ mod tests {
 
     #[test]
     fn replaces_an_empty_id_and_keeps_a_set_one() {
-        let empty = obj(&format!(r#","metadata":{{"labels":{{"{PERMANENT_ID_LABEL}":""}}}}"#));
+        let empty = obj(&format!(
+            r#","metadata":{{"labels":{{"{PERMANENT_ID_LABEL}":""}}}}"#
+        ));
         let ops = default_request(Op::Create, UID, &empty, None).unwrap();
         assert_eq!(ops[0].kind, PatchKind::Replace);
-        let set = obj(&format!(r#","metadata":{{"labels":{{"{PERMANENT_ID_LABEL}":"keep"}}}}"#));
-        assert!(default_request(Op::Create, UID, &set, None).unwrap().is_empty());
+        let set = obj(&format!(
+            r#","metadata":{{"labels":{{"{PERMANENT_ID_LABEL}":"keep"}}}}"#
+        ));
+        assert!(
+            default_request(Op::Create, UID, &set, None)
+                .unwrap()
+                .is_empty()
+        );
     }
 
     #[test]
     fn restores_the_old_id_on_update() {
-        let old = obj(&format!(r#","metadata":{{"labels":{{"{PERMANENT_ID_LABEL}":"old-id"}}}}"#));
+        let old = obj(&format!(
+            r#","metadata":{{"labels":{{"{PERMANENT_ID_LABEL}":"old-id"}}}}"#
+        ));
         let cleared = obj(r#","metadata":{"labels":{}}"#);
         let ops = default_request(Op::Update, UID, &cleared, Some(&old)).unwrap();
         assert_eq!(ops[0].value, "\"old-id\"");
-        let changed = obj(&format!(r#","metadata":{{"labels":{{"{PERMANENT_ID_LABEL}":"new-id"}}}}"#));
+        let changed = obj(&format!(
+            r#","metadata":{{"labels":{{"{PERMANENT_ID_LABEL}":"new-id"}}}}"#
+        ));
         let ops = default_request(Op::Update, UID, &changed, Some(&old)).unwrap();
         assert_eq!(ops[0].kind, PatchKind::Replace);
         assert_eq!(ops[0].value, "\"old-id\"");
@@ -182,7 +199,19 @@ mod tests {
 
     #[test]
     fn malformed_objects_are_errors_and_other_operations_pass() {
-        assert!(default_request(Op::Create, UID, r#"{"kind":"Service","apiVersion":"v1"}"#, None).is_err());
-        assert!(default_request(Op::Other, UID, "", None).unwrap().is_empty());
+        assert!(
+            default_request(
+                Op::Create,
+                UID,
+                r#"{"kind":"Service","apiVersion":"v1"}"#,
+                None
+            )
+            .is_err()
+        );
+        assert!(
+            default_request(Op::Other, UID, "", None)
+                .unwrap()
+                .is_empty()
+        );
     }
 }

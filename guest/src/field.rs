@@ -256,6 +256,9 @@ mod tests {
             "[spec.ports[1].name: Duplicate value: \"foo\", metadata.namespace: Required value]"
         );
         // Duplicates that collapse to one message print without brackets.
-        assert_eq!(aggregate(&[b.clone(), b]), "metadata.namespace: Required value");
+        assert_eq!(
+            aggregate(&[b.clone(), b]),
+            "metadata.namespace: Required value"
+        );
     }
 }

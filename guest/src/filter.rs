@@ -1,7 +1,7 @@
 //! The endpoint filter (SPEC §4.4–4.5): which EndpointSlices of a provider cluster a consumer
 //! cluster receives, and in what shape.
 
-use crate::karmada::mcs_policy::types::{EndpointPort, EndpointSlice, McsRef, ServicePort};
+use crate::{EndpointPort, EndpointSlice, McsRef, ServicePort};
 
 pub const SERVICE_NAME_LABEL: &str = "kubernetes.io/service-name";
 pub const MANAGED_BY_LABEL: &str = "endpointslice.kubernetes.io/managed-by";
@@ -43,7 +43,10 @@ fn is_source_slice(slice: &EndpointSlice, mcs: &McsRef) -> bool {
     };
     slice.namespace == mcs.namespace
         && label(SERVICE_NAME_LABEL) == Some(mcs.name.as_str())
-        && !matches!(label(MANAGED_BY_LABEL), Some(DISPATCH_MANAGER | IMPORT_MANAGER))
+        && !matches!(
+            label(MANAGED_BY_LABEL),
+            Some(DISPATCH_MANAGER | IMPORT_MANAGER)
+        )
 }
 
 /// Names of the slice ports to keep; `None` keeps every port.
@@ -133,7 +136,7 @@ fn fnv1a64(bytes: &[u8]) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::karmada::mcs_policy::types::{Endpoint, EndpointConditions, ExposurePort};
+    use crate::{Endpoint, EndpointConditions, ExposurePort};
 
     fn mcs(ports: &[(&str, i32)]) -> McsRef {
         McsRef {
@@ -187,13 +190,26 @@ mod tests {
     }
 
     fn own(name: &str) -> EndpointSlice {
-        slice(name, &[(SERVICE_NAME_LABEL, "web"), (MANAGED_BY_LABEL, "endpointslice-controller.k8s.io")], vec![port("http", 8080), port("metrics", 9090)])
+        slice(
+            name,
+            &[
+                (SERVICE_NAME_LABEL, "web"),
+                (MANAGED_BY_LABEL, "endpointslice-controller.k8s.io"),
+            ],
+            vec![port("http", 8080), port("metrics", 9090)],
+        )
     }
 
     fn service_ports() -> Vec<ServicePort> {
         vec![
-            ServicePort { name: "http".into(), port: 80 },
-            ServicePort { name: "metrics".into(), port: 9100 },
+            ServicePort {
+                name: "http".into(),
+                port: 80,
+            },
+            ServicePort {
+                name: "metrics".into(),
+                port: 9100,
+            },
         ]
     }
 
@@ -213,7 +229,10 @@ mod tests {
         );
         assert_eq!(
             copy.annotations,
-            vec![(PROVISION_CLUSTER_ANNOTATION.to_string(), "member1".to_string())]
+            vec![(
+                PROVISION_CLUSTER_ANNOTATION.to_string(),
+                "member1".to_string()
+            )]
         );
         assert_eq!(copy.endpoints, own("x").endpoints);
         assert_eq!(copy.ports.len(), 2);
@@ -226,11 +245,34 @@ mod tests {
 
     #[test]
     fn skips_slices_made_by_the_multi_cluster_machinery() {
-        let dispatched = slice("a", &[(SERVICE_NAME_LABEL, "web"), (MANAGED_BY_LABEL, DISPATCH_MANAGER)], vec![]);
-        let imported = slice("b", &[(SERVICE_NAME_LABEL, "web"), (MANAGED_BY_LABEL, IMPORT_MANAGER)], vec![]);
+        let dispatched = slice(
+            "a",
+            &[
+                (SERVICE_NAME_LABEL, "web"),
+                (MANAGED_BY_LABEL, DISPATCH_MANAGER),
+            ],
+            vec![],
+        );
+        let imported = slice(
+            "b",
+            &[
+                (SERVICE_NAME_LABEL, "web"),
+                (MANAGED_BY_LABEL, IMPORT_MANAGER),
+            ],
+            vec![],
+        );
         let other_service = slice("c", &[(SERVICE_NAME_LABEL, "api")], vec![]);
-        let out = filter(&mcs(&[]), None, "m1", "m2", vec![dispatched, imported, other_service, own("d")]);
-        assert_eq!(out.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(), vec!["m1-d"]);
+        let out = filter(
+            &mcs(&[]),
+            None,
+            "m1",
+            "m2",
+            vec![dispatched, imported, other_service, own("d")],
+        );
+        assert_eq!(
+            out.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(),
+            vec!["m1-d"]
+        );
     }
 
     #[test]
@@ -251,7 +293,13 @@ mod tests {
 
     #[test]
     fn without_service_ports_named_entries_match_slice_port_names() {
-        let out = filter(&mcs(&[("metrics", 0), ("", 80)]), None, "m1", "m2", vec![own("a")]);
+        let out = filter(
+            &mcs(&[("metrics", 0), ("", 80)]),
+            None,
+            "m1",
+            "m2",
+            vec![own("a")],
+        );
         assert_eq!(out[0].ports, vec![port("metrics", 9090)]);
     }
 

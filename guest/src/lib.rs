@@ -3,7 +3,7 @@
 //! compile and are tested natively (`cargo test -p guest`).
 
 wit_bindgen::generate!({
-    world: "policy",
+    world: "mcs-policy",
     path: "../wit",
     additional_derives: [PartialEq],
 });
@@ -20,9 +20,12 @@ mod strict;
 mod time;
 pub mod validate;
 
-// The world's `use` brings AdmissionRequest, Settings, Context, Denial, PatchOperation, McsRef,
-// ServicePort and EndpointSlice into scope; the rest come from the interface.
-use karmada::mcs_policy::types::{ErrorType, FieldError, Operation, PatchOp, Rejection};
+use exports::karmada::mcs_policy::policy::Guest;
+pub use exports::karmada::mcs_policy::policy::{
+    AdmissionRequest, Context, Denial, Endpoint, EndpointConditions, EndpointHints, EndpointPort,
+    EndpointSlice, ErrorType, ExposurePort, FieldError, McsRef, ObjectReference, Operation,
+    PatchOp, PatchOperation, Rejection, ServicePort, Settings,
+};
 
 /// The exported component.
 pub struct Policy;

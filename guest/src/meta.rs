@@ -179,7 +179,11 @@ fn annotations(meta: &ObjectMeta) -> Vec<FieldError> {
             ));
         }
     }
-    let total: usize = meta.annotations.iter().map(|(k, v)| k.len() + v.len()).sum();
+    let total: usize = meta
+        .annotations
+        .iter()
+        .map(|(k, v)| k.len() + v.len())
+        .sum();
     if total > TOTAL_ANNOTATION_SIZE_LIMIT {
         errs.push(FieldError::too_long_bytes(
             "metadata.annotations",
@@ -232,7 +236,11 @@ fn owner_references(refs: &[OwnerReference]) -> Vec<FieldError> {
         ];
         for (child, ok, value, detail) in checks {
             if !ok {
-                errs.push(FieldError::invalid(format!("{path}.{child}"), value, detail));
+                errs.push(FieldError::invalid(
+                    format!("{path}.{child}"),
+                    value,
+                    detail,
+                ));
             }
         }
         if r.api_version == "v1" && r.kind == "Event" {

@@ -348,11 +348,15 @@ mod tests {
         );
         assert_eq!(
             qualified_name("a/b/c"),
-            vec!["a qualified name must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"]
+            vec![
+                "a qualified name must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
+            ]
         );
         assert_eq!(
             qualified_name("Bad_Prefix/x"),
-            vec!["prefix part a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"]
+            vec![
+                "prefix part a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+            ]
         );
     }
 
@@ -361,15 +365,34 @@ mod tests {
         assert!(label_value("").is_empty());
         assert!(label_value("my_value-1.2").is_empty());
         assert_eq!(label_value("-x").len(), 1);
-        assert_eq!(label_value(&"a".repeat(64)), vec!["must be no more than 63 characters"]);
+        assert_eq!(
+            label_value(&"a".repeat(64)),
+            vec!["must be no more than 63 characters"]
+        );
     }
 
     #[test]
     fn parses_ips_as_go_does_sloppily() {
-        for ok in ["1.2.3.4", "010.001.0.255", "::1", "fe80::1", "::ffff:1.2.3.4", "::ffff:01.02.03.004"] {
+        for ok in [
+            "1.2.3.4",
+            "010.001.0.255",
+            "::1",
+            "fe80::1",
+            "::ffff:1.2.3.4",
+            "::ffff:01.02.03.004",
+        ] {
             assert!(is_ip_sloppy(ok), "{ok}");
         }
-        for bad in ["1.2.3", "1.2.3.256", "a.b.c.d", "", "fe80::1%eth0", "[::1]", "1.2.3.4.5", "example.com"] {
+        for bad in [
+            "1.2.3",
+            "1.2.3.256",
+            "a.b.c.d",
+            "",
+            "fe80::1%eth0",
+            "[::1]",
+            "1.2.3.4.5",
+            "example.com",
+        ] {
             assert!(!is_ip_sloppy(bad), "{bad}");
         }
     }

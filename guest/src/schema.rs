@@ -83,7 +83,10 @@ const OBJECT_META: Ty = Ty::Struct(
     ],
 );
 
-const EXPOSURE_PORT: Ty = Ty::Struct("v1alpha1.ExposurePort", &[("name", STRING), ("port", INT32)]);
+const EXPOSURE_PORT: Ty = Ty::Struct(
+    "v1alpha1.ExposurePort",
+    &[("name", STRING), ("port", INT32)],
+);
 const CLUSTER: Ty = Ty::Struct("v1alpha1.ClusterSelector", &[("name", STRING)]);
 
 const SPEC: Ty = Ty::Struct(
@@ -91,10 +94,7 @@ const SPEC: Ty = Ty::Struct(
     &[
         (
             "types",
-            Ty::List(
-                "[]v1alpha1.ExposureType",
-                &Ty::Str("v1alpha1.ExposureType"),
-            ),
+            Ty::List("[]v1alpha1.ExposureType", &Ty::Str("v1alpha1.ExposureType")),
         ),
         ("ports", Ty::List("[]v1alpha1.ExposurePort", &EXPOSURE_PORT)),
         (

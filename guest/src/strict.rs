@@ -18,10 +18,9 @@ pub fn errors(mcs: &Mcs, rules: &Rules, known: &Known) -> Vec<FieldError> {
         ));
     }
     if rules.reject_repeated_types {
-        errs.extend(
-            repeats(types)
-                .map(|i| FieldError::duplicate(index("spec.types", i), BadValue::named_str(&types[i]))),
-        );
+        errs.extend(repeats(types).map(|i| {
+            FieldError::duplicate(index("spec.types", i), BadValue::named_str(&types[i]))
+        }));
     }
     if rules.reject_duplicate_cluster_names {
         for (list, path) in [
@@ -29,7 +28,10 @@ pub fn errors(mcs: &Mcs, rules: &Rules, known: &Known) -> Vec<FieldError> {
             (&spec.consumer_clusters, "spec.consumerClusters"),
         ] {
             errs.extend(repeats(list).map(|i| {
-                FieldError::duplicate(child(&index(path, i), "name"), BadValue::Str(list[i].clone()))
+                FieldError::duplicate(
+                    child(&index(path, i), "name"),
+                    BadValue::Str(list[i].clone()),
+                )
             }));
         }
     }

@@ -50,11 +50,21 @@ fn digits(s: &[u8]) -> Option<i64> {
 
 fn parse(s: &str) -> Option<Timestamp> {
     let b = s.as_bytes();
-    if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || b[10] != b'T' || b[13] != b':' || b[16] != b':' {
+    if b.len() < 20
+        || b[4] != b'-'
+        || b[7] != b'-'
+        || b[10] != b'T'
+        || b[13] != b':'
+        || b[16] != b':'
+    {
         return None;
     }
     let (year, month, day) = (digits(&b[0..4])?, digits(&b[5..7])?, digits(&b[8..10])?);
-    let (hour, min, sec) = (digits(&b[11..13])?, digits(&b[14..16])?, digits(&b[17..19])?);
+    let (hour, min, sec) = (
+        digits(&b[11..13])?,
+        digits(&b[14..16])?,
+        digits(&b[17..19])?,
+    );
     if !(1..=12).contains(&month)
         || day < 1
         || day > days_in_month(year, month)
@@ -134,8 +144,15 @@ mod tests {
 
     #[test]
     fn round_trips_utc_timestamps() {
-        for s in ["2024-02-29T23:59:59Z", "1970-01-01T00:00:00Z", "2000-03-01T12:00:00Z"] {
-            assert_eq!(Timestamp::parse_rfc3339(s).unwrap().to_json(), format!("\"{s}\""));
+        for s in [
+            "2024-02-29T23:59:59Z",
+            "1970-01-01T00:00:00Z",
+            "2000-03-01T12:00:00Z",
+        ] {
+            assert_eq!(
+                Timestamp::parse_rfc3339(s).unwrap().to_json(),
+                format!("\"{s}\"")
+            );
         }
     }
 
@@ -151,7 +168,14 @@ mod tests {
 
     #[test]
     fn rejects_malformed_timestamps() {
-        for s in ["", "2024-01-01", "2024-13-01T00:00:00Z", "2023-02-29T00:00:00Z", "2024-01-01T00:00:00", "2024-01-01 00:00:00Z"] {
+        for s in [
+            "",
+            "2024-01-01",
+            "2024-13-01T00:00:00Z",
+            "2023-02-29T00:00:00Z",
+            "2024-01-01T00:00:00",
+            "2024-01-01 00:00:00Z",
+        ] {
             assert!(Timestamp::parse_rfc3339(s).is_err(), "{s}");
         }
         assert_eq!(json_or_null(None), "null");

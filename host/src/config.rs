@@ -72,7 +72,12 @@ pub struct EvalArgs {
 pub struct PolicyArgs {
     /// Policy settings: a built-in name (`karmada-compatible`, `strict`) or a settings file
     /// (see policies/).
-    #[arg(long, env = "MCS_POLICY_POLICY", default_value = "karmada-compatible", value_name = "NAME|FILE")]
+    #[arg(
+        long,
+        env = "MCS_POLICY_POLICY",
+        default_value = "karmada-compatible",
+        value_name = "NAME|FILE"
+    )]
     pub policy: String,
 
     /// What is known about the environment, for the rules that need it: a YAML/JSON file with
@@ -134,7 +139,14 @@ mod tests {
     #[test]
     fn eval_takes_policy_and_component_after_the_subcommand() {
         let args = Args::try_parse_from([
-            "mcs-policy", "eval", "validate", "--policy", "strict", "--component", "p.wasm", "req.json",
+            "mcs-policy",
+            "eval",
+            "validate",
+            "--policy",
+            "strict",
+            "--component",
+            "p.wasm",
+            "req.json",
         ])
         .unwrap();
         let Command::Eval(EvalCommand::Validate(eval)) = args.command else {

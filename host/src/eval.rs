@@ -9,7 +9,7 @@ use std::time::Duration;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use serde::Deserialize;
 
-use crate::engine::types::{McsRef, ExposurePort, ServicePort};
+use crate::engine::types::{ExposurePort, McsRef, ServicePort};
 use crate::engine::{EngineError, PolicyEngine, convert};
 use crate::settings::{ContextFile, Policy};
 use crate::webhook::review::{
@@ -131,11 +131,10 @@ pub fn filter_json(
     input: &str,
     budget: Duration,
 ) -> Result<serde_json::Value, EvalError> {
-    let parsed: FilterInput =
-        serde_json::from_str(json).map_err(|e| EvalError::FilterInput {
-            input: input.to_string(),
-            reason: e.to_string(),
-        })?;
+    let parsed: FilterInput = serde_json::from_str(json).map_err(|e| EvalError::FilterInput {
+        input: input.to_string(),
+        reason: e.to_string(),
+    })?;
     let mcs = McsRef {
         name: parsed.mcs.name,
         namespace: parsed.mcs.namespace,

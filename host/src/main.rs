@@ -26,7 +26,9 @@ fn main() -> ExitCode {
 fn init_tracing(format: &str) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
     if format == "json" {
         builder.json().init();
     } else {
@@ -71,7 +73,14 @@ fn run_eval(what: EvalCommand) -> anyhow::Result<()> {
             Some(path) => ContextFile::load(path)?,
             None => ContextFile::default(),
         };
-        let out = eval::admission(&engine, kind == "mutate", &policy, &context, &args.request, budget)?;
+        let out = eval::admission(
+            &engine,
+            kind == "mutate",
+            &policy,
+            &context,
+            &args.request,
+            budget,
+        )?;
         serde_json::to_writer_pretty(&mut stdout, &out)?;
     }
     writeln!(stdout)?;
@@ -92,7 +101,11 @@ fn write_component(args: &ComponentArgs) -> anyhow::Result<()> {
     } else {
         std::fs::write(&args.out, EMBEDDED_COMPONENT)
             .with_context(|| format!("writing the component to {}", args.out.display()))?;
-        eprintln!("wrote policy component ({} bytes) to {}", EMBEDDED_COMPONENT.len(), args.out.display());
+        eprintln!(
+            "wrote policy component ({} bytes) to {}",
+            EMBEDDED_COMPONENT.len(),
+            args.out.display()
+        );
     }
     Ok(())
 }

@@ -50,9 +50,20 @@ pub fn render(args: &ManifestsArgs) -> Result<String, ManifestsError> {
         return Err(ManifestsError::NotPem(args.ca_bundle.display().to_string()));
     }
     let ca = base64::engine::general_purpose::STANDARD.encode(&pem);
-    let validating = configuration(args, &ca, "ValidatingWebhookConfiguration", "/validate-multiclusterservice");
-    let mutating = configuration(args, &ca, "MutatingWebhookConfiguration", "/mutate-multiclusterservice");
-    let yaml = |v: &Value| serde_yaml::to_string(v).map_err(|e| ManifestsError::Yaml(e.to_string()));
+    let validating = configuration(
+        args,
+        &ca,
+        "ValidatingWebhookConfiguration",
+        "/validate-multiclusterservice",
+    );
+    let mutating = configuration(
+        args,
+        &ca,
+        "MutatingWebhookConfiguration",
+        "/mutate-multiclusterservice",
+    );
+    let yaml =
+        |v: &Value| serde_yaml::to_string(v).map_err(|e| ManifestsError::Yaml(e.to_string()));
     Ok(format!("{}---\n{}", yaml(&validating)?, yaml(&mutating)?))
 }
 

@@ -170,7 +170,10 @@ mod tests {
     fn unknown_fields_are_refused_by_name() {
         let err = parse_policy("name: x\nrejectEmptyType: true\n", "test.yaml").unwrap_err();
         let msg = err.to_string();
-        assert!(msg.contains("test.yaml") && msg.contains("rejectEmptyType"), "{msg}");
+        assert!(
+            msg.contains("test.yaml") && msg.contains("rejectEmptyType"),
+            "{msg}"
+        );
     }
 
     #[test]

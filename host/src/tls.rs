@@ -101,7 +101,12 @@ impl ReloadingResolver {
 
 impl ResolvesServerCert for ReloadingResolver {
     fn resolve(&self, _hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
-        Some(self.current.read().unwrap_or_else(|p| p.into_inner()).clone())
+        Some(
+            self.current
+                .read()
+                .unwrap_or_else(|p| p.into_inner())
+                .clone(),
+        )
     }
 }
 
@@ -126,7 +131,9 @@ pub struct SelfSigned {
 
 /// Makes a CA and a serving certificate for `localhost`, `127.0.0.1` and `::1` in `dir`.
 pub fn write_self_signed(dir: &Path) -> Result<SelfSigned, TlsError> {
-    use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair, KeyUsagePurpose};
+    use rcgen::{
+        BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair, KeyUsagePurpose,
+    };
     let generate = |e: rcgen::Error| TlsError::Generate(e.to_string());
 
     let ca_key = KeyPair::generate().map_err(generate)?;
@@ -149,7 +156,9 @@ pub fn write_self_signed(dir: &Path) -> Result<SelfSigned, TlsError> {
     leaf_params
         .distinguished_name
         .push(DnType::CommonName, "localhost");
-    let leaf_cert = leaf_params.signed_by(&leaf_key, &issuer).map_err(generate)?;
+    let leaf_cert = leaf_params
+        .signed_by(&leaf_key, &issuer)
+        .map_err(generate)?;
 
     std::fs::create_dir_all(dir).map_err(|source| TlsError::Write {
         path: dir.display().to_string(),
@@ -160,7 +169,10 @@ pub fn write_self_signed(dir: &Path) -> Result<SelfSigned, TlsError> {
         key: dir.join("tls.key"),
     };
     let ca_bundle = dir.join("ca.crt");
-    write(&files.cert, &format!("{}{}", leaf_cert.pem(), ca_cert.pem()))?;
+    write(
+        &files.cert,
+        &format!("{}{}", leaf_cert.pem(), ca_cert.pem()),
+    )?;
     write(&files.key, &leaf_key.serialize_pem())?;
     write(&ca_bundle, &ca_cert.pem())?;
     Ok(SelfSigned { files, ca_bundle })
@@ -185,7 +197,11 @@ mod tests {
         assert_eq!(key.cert.len(), 2, "leaf and CA");
         let config = server_config(ReloadingResolver::new(key)).unwrap();
         assert_eq!(config.alpn_protocols[0], b"h2");
-        assert!(std::fs::read_to_string(&made.ca_bundle).unwrap().contains("BEGIN CERTIFICATE"));
+        assert!(
+            std::fs::read_to_string(&made.ca_bundle)
+                .unwrap()
+                .contains("BEGIN CERTIFICATE")
+        );
         std::fs::remove_dir_all(dir).ok();
     }
 

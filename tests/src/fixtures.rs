@@ -49,7 +49,11 @@ fn read<T: for<'de> Deserialize<'de>>(path: &Path) -> Fixture<T> {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let case = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     Fixture {
-        name: path.file_stem().unwrap_or_default().to_string_lossy().into_owned(),
+        name: path
+            .file_stem()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned(),
         path: path.to_path_buf(),
         case,
     }
@@ -70,10 +74,20 @@ pub fn check_response(response: &Value, expect: &Value) -> Vec<String> {
         same(&mut problems, "status.code", &r["status"]["code"], code);
     }
     if let Some(reason) = expect.get("reason") {
-        same(&mut problems, "status.reason", &r["status"]["reason"], reason);
+        same(
+            &mut problems,
+            "status.reason",
+            &r["status"]["reason"],
+            reason,
+        );
     }
     if let Some(message) = expect.get("message") {
-        same(&mut problems, "status.message", &r["status"]["message"], message);
+        same(
+            &mut problems,
+            "status.message",
+            &r["status"]["message"],
+            message,
+        );
     }
     if let Some(part) = expect.get("messageContains").and_then(Value::as_str) {
         let msg = r["status"]["message"].as_str().unwrap_or_default();
@@ -82,10 +96,16 @@ pub fn check_response(response: &Value, expect: &Value) -> Vec<String> {
         }
     }
     if expect["allowed"] == Value::Bool(true) && r["status"].get("message").is_some() {
-        problems.push(format!("allowed response carries a message: {}", r["status"]["message"]));
+        problems.push(format!(
+            "allowed response carries a message: {}",
+            r["status"]["message"]
+        ));
     }
     let warnings = r.get("warnings").cloned().unwrap_or(Value::Array(vec![]));
-    let want_warnings = expect.get("warnings").cloned().unwrap_or(Value::Array(vec![]));
+    let want_warnings = expect
+        .get("warnings")
+        .cloned()
+        .unwrap_or(Value::Array(vec![]));
     same(&mut problems, "warnings", &warnings, &want_warnings);
     problems
 }
@@ -93,5 +113,7 @@ pub fn check_response(response: &Value, expect: &Value) -> Vec<String> {
 /// True for a lower-case 8-4-4-4-12 UUID.
 pub fn is_lower_uuid(s: &str) -> bool {
     let lens: Vec<usize> = s.split('-').map(str::len).collect();
-    lens == [8, 4, 4, 4, 12] && s.chars().all(|c| c == '-' || c.is_ascii_digit() || ('a'..='f').contains(&c))
+    lens == [8, 4, 4, 4, 12]
+        && s.chars()
+            .all(|c| c == '-' || c.is_ascii_digit() || ('a'..='f').contains(&c))
 }

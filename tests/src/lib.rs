@@ -30,3 +30,6 @@ pub fn binary(name: &str) -> PathBuf {
     );
     path
 }
+
+/// The hostile component built by tests/build.rs (see tests/hostile-guest).
+pub const HOSTILE_COMPONENT: &str = concat!(env!("OUT_DIR"), "/hostile.wasm");

@@ -13,6 +13,7 @@ pub fn string(s: &str) -> String {
         match c {
             '"' => out.push_str("\\\""),
             '\\' => out.push_str("\\\\"),
+            '\'' => out.push_str("\\'"),
             '\n' => out.push_str("\\n"),
             '\r' => out.push_str("\\r"),
             '\t' => out.push_str("\\t"),
@@ -81,7 +82,11 @@ pub fn service_ports(ports: Option<&[ServicePort]>) -> String {
 pub fn context(c: &Context) -> String {
     format!(
         "{{registered-clusters: {}, service-ports: {}}}",
-        option(c.registered_clusters.as_ref().map(|names| list(names, |n| string(n)))),
+        option(
+            c.registered_clusters
+                .as_ref()
+                .map(|names| list(names, |n| string(n)))
+        ),
         service_ports(c.service_ports.as_deref())
     )
 }
@@ -91,7 +96,11 @@ pub fn mcs(m: &McsRef) -> String {
         "{{name: {}, namespace: {}, ports: {}}}",
         string(&m.name),
         string(&m.namespace),
-        list(&m.ports, |p| format!("{{name: {}, port: {}}}", string(&p.name), p.port))
+        list(&m.ports, |p| format!(
+            "{{name: {}, port: {}}}",
+            string(&p.name),
+            p.port
+        ))
     )
 }
 

@@ -19,7 +19,8 @@ fn engine() -> PolicyEngine {
 }
 
 fn respond(engine: &PolicyEngine, case: &AdmissionCase, mutate: bool) -> Value {
-    let policy = load_policy(case.policy.as_deref().unwrap_or("karmada-compatible")).expect("policy");
+    let policy =
+        load_policy(case.policy.as_deref().unwrap_or("karmada-compatible")).expect("policy");
     let context: ContextFile = case
         .context
         .clone()
@@ -28,12 +29,19 @@ fn respond(engine: &PolicyEngine, case: &AdmissionCase, mutate: bool) -> Value {
     let body = serde_json::to_vec(&case.review).expect("review serializes");
     let review = parse_review(&body).expect("fixture review parses");
     let out = if mutate {
-        mutation_response(&review, engine.mutate(&review.request, &policy.settings, BUDGET).expect("engine"))
+        mutation_response(
+            &review,
+            engine
+                .mutate(&review.request, &policy.settings, BUDGET)
+                .expect("engine"),
+        )
     } else {
         let ctx = context.for_object(&review.namespace, &review.name);
         validation_response(
             &review,
-            engine.validate(&review.request, &policy.settings, &ctx, BUDGET).expect("engine"),
+            engine
+                .validate(&review.request, &policy.settings, &ctx, BUDGET)
+                .expect("engine"),
         )
     };
     serde_json::to_value(out).expect("response serializes")
@@ -46,19 +54,31 @@ fn every_validate_fixture_gets_the_expected_answer() {
     let cases = load::<AdmissionCase>("validate");
     for f in &cases {
         let response = respond(&engine, &f.case, false);
-        assert_eq!(response["response"]["uid"], f.case.review["request"]["uid"], "{}: uid echoed", f.name);
+        assert_eq!(
+            response["response"]["uid"], f.case.review["request"]["uid"],
+            "{}: uid echoed",
+            f.name
+        );
         for p in check_response(&response, &f.case.expect) {
             failures.push(format!("{}: {p}", f.name));
         }
     }
-    assert!(failures.is_empty(), "{} of {} validate fixtures failed:\n{}", failures.len(), cases.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} of {} validate fixtures failed:\n{}",
+        failures.len(),
+        cases.len(),
+        failures.join("\n")
+    );
 }
 
 /// Applies the response's patch to `request.object` and returns the patched object.
 fn patched_object(case: &AdmissionCase, response: &Value) -> Option<Value> {
     let patch = response["response"]["patch"].as_str()?;
     assert_eq!(response["response"]["patchType"], "JSONPatch");
-    let bytes = base64::engine::general_purpose::STANDARD.decode(patch).expect("patch is base64");
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(patch)
+        .expect("patch is base64");
     let patch: json_patch::Patch = serde_json::from_slice(&bytes).expect("patch is RFC 6902 JSON");
     let mut object = case.review["request"]["object"].clone();
     json_patch::patch(&mut object, &patch).expect("patch applies cleanly to the object as sent");
@@ -76,11 +96,17 @@ fn every_mutate_fixture_gets_the_expected_patch() {
         let r = &response["response"];
         let mut fail = |p: String| failures.push(format!("{}: {p}", f.name));
         if r["allowed"] != expect["allowed"] {
-            fail(format!("allowed: got {}, want {}", r["allowed"], expect["allowed"]));
+            fail(format!(
+                "allowed: got {}, want {}",
+                r["allowed"], expect["allowed"]
+            ));
         }
         if let Some(code) = expect.get("code") {
             if &r["status"]["code"] != code {
-                fail(format!("status.code: got {}, want {code}", r["status"]["code"]));
+                fail(format!(
+                    "status.code: got {}, want {code}",
+                    r["status"]["code"]
+                ));
             }
         }
         let patched = patched_object(&f.case, &response);
@@ -93,7 +119,10 @@ fn every_mutate_fixture_gets_the_expected_patch() {
             continue;
         };
         let object = patched.unwrap_or_else(|| f.case.review["request"]["object"].clone());
-        let id = object["metadata"]["labels"][ID_LABEL].as_str().unwrap_or_default().to_string();
+        let id = object["metadata"]["labels"][ID_LABEL]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
         if want_id == "uuid" {
             if !is_lower_uuid(&id) {
                 fail(format!("permanent id {id:?} is not a lower-case UUID"));
@@ -106,7 +135,13 @@ fn every_mutate_fixture_gets_the_expected_patch() {
             fail(format!("permanent id: got {id:?}, want {want_id:?}"));
         }
     }
-    assert!(failures.is_empty(), "{} of {} mutate fixtures failed:\n{}", failures.len(), cases.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} of {} mutate fixtures failed:\n{}",
+        failures.len(),
+        cases.len(),
+        failures.join("\n")
+    );
 }
 
 #[test]
@@ -122,7 +157,13 @@ fn every_filter_fixture_gets_the_expected_copies() {
             failures.push(format!("{}:\n  got  {got}\n  want {want}", f.name));
         }
     }
-    assert!(failures.is_empty(), "{} of {} filter fixtures failed:\n{}", failures.len(), cases.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} of {} filter fixtures failed:\n{}",
+        failures.len(),
+        cases.len(),
+        failures.join("\n")
+    );
 }
 
 #[test]
@@ -143,5 +184,8 @@ fn new_permanent_ids_differ_between_requests() {
     other.review["request"]["uid"] = Value::String("11111111-2222-3333-4444-555555555555".into());
     let a = respond(&engine, &case.case, true);
     let b = respond(&engine, &other, true);
-    assert_ne!(a["response"]["patch"], b["response"]["patch"], "ids must come from the request uid");
+    assert_ne!(
+        a["response"]["patch"], b["response"]["patch"],
+        "ids must come from the request uid"
+    );
 }

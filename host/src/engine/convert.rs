@@ -77,8 +77,18 @@ fn endpoint_to_wit(e: &discovery::Endpoint) -> types::Endpoint {
             field_path: r.field_path.clone(),
         }),
         hints: e.hints.as_ref().map(|h| types::EndpointHints {
-            for_zones: h.for_zones.iter().flatten().map(|z| z.name.clone()).collect(),
-            for_nodes: h.for_nodes.iter().flatten().map(|n| n.name.clone()).collect(),
+            for_zones: h
+                .for_zones
+                .iter()
+                .flatten()
+                .map(|z| z.name.clone())
+                .collect(),
+            for_nodes: h
+                .for_nodes
+                .iter()
+                .flatten()
+                .map(|n| n.name.clone())
+                .collect(),
         }),
         deprecated_topology: pairs(e.deprecated_topology.as_ref()),
     }

@@ -37,7 +37,7 @@ pub const EMBEDDED_COMPONENT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/
 
 pub(crate) mod bindings {
     wasmtime::component::bindgen!({
-        world: "policy",
+        world: "mcs-policy",
         path: "../wit",
         additional_derives: [PartialEq],
     });
@@ -45,10 +45,16 @@ pub(crate) mod bindings {
 
 /// The WIT records, as plain Rust structs (see `wit/policy.wit` for what each field means).
 pub mod types {
-    pub use super::bindings::karmada::mcs_policy::types::*;
+    pub use super::bindings::exports::karmada::mcs_policy::policy::{
+        AdmissionRequest, Context, Denial, Endpoint, EndpointConditions, EndpointHints,
+        EndpointPort, EndpointSlice, ErrorType, ExposurePort, FieldError, McsRef, ObjectReference,
+        Operation, PatchOp, PatchOperation, Rejection, ServicePort, Settings,
+    };
 }
 
-use types::{AdmissionRequest, Context, Denial, EndpointSlice, McsRef, PatchOperation, ServicePort, Settings};
+use types::{
+    AdmissionRequest, Context, Denial, EndpointSlice, McsRef, PatchOperation, ServicePort, Settings,
+};
 
 /// All switches off: the `karmada-compatible` policy.
 impl Default for Settings {
@@ -130,7 +136,11 @@ impl PolicyEngine {
     }
 
     /// The engine with a component given as bytes; `origin` names it in errors.
-    pub fn from_bytes(bytes: &[u8], origin: &str, options: EngineOptions) -> Result<Self, EngineError> {
+    pub fn from_bytes(
+        bytes: &[u8],
+        origin: &str,
+        options: EngineOptions,
+    ) -> Result<Self, EngineError> {
         let runtime = Runtime::new(options)?;
         let loaded = runtime.load(bytes, origin)?;
         Ok(PolicyEngine {
@@ -145,7 +155,10 @@ impl PolicyEngine {
     /// Calls already running finish on the component they started with.
     pub fn reload_from_file(&self, path: &Path) -> Result<String, EngineError> {
         let bytes = read(path)?;
-        let loaded = self.inner.runtime.load(&bytes, &path.display().to_string())?;
+        let loaded = self
+            .inner
+            .runtime
+            .load(&bytes, &path.display().to_string())?;
         let digest = loaded.digest.clone();
         *self.inner.loaded.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(loaded);
         Ok(digest)
@@ -173,9 +186,13 @@ impl PolicyEngine {
         budget: Duration,
     ) -> Result<Result<Vec<String>, Denial>, EngineError> {
         let loaded = self.current();
-        self.inner.runtime.run(&loaded, "validate", budget, |policy, store| {
-            policy.call_validate(store, request, *settings, context)
-        })
+        self.inner
+            .runtime
+            .run(&loaded, "validate", budget, |policy, store| {
+                policy
+                    .karmada_mcs_policy_policy()
+                    .call_validate(store, request, *settings, context)
+            })
     }
 
     /// The defaulting patch (WIT `mutate`), within `budget`.
@@ -186,9 +203,13 @@ impl PolicyEngine {
         budget: Duration,
     ) -> Result<Result<Vec<PatchOperation>, String>, EngineError> {
         let loaded = self.current();
-        self.inner.runtime.run(&loaded, "mutate", budget, |policy, store| {
-            policy.call_mutate(store, request, *settings)
-        })
+        self.inner
+            .runtime
+            .run(&loaded, "mutate", budget, |policy, store| {
+                policy
+                    .karmada_mcs_policy_policy()
+                    .call_mutate(store, request, *settings)
+            })
     }
 
     /// The endpoint filter (WIT `filter`), within `budget`.
@@ -202,9 +223,18 @@ impl PolicyEngine {
         budget: Duration,
     ) -> Result<Vec<EndpointSlice>, EngineError> {
         let loaded = self.current();
-        self.inner.runtime.run(&loaded, "filter", budget, |policy, store| {
-            policy.call_filter(store, mcs, service_ports, source_cluster, consumer_cluster, slices)
-        })
+        self.inner
+            .runtime
+            .run(&loaded, "filter", budget, |policy, store| {
+                policy.karmada_mcs_policy_policy().call_filter(
+                    store,
+                    mcs,
+                    service_ports,
+                    source_cluster,
+                    consumer_cluster,
+                    slices,
+                )
+            })
     }
 }
 

@@ -14,7 +14,7 @@ use wasmtime::{
 };
 
 use super::EngineOptions;
-use super::bindings::{Policy, PolicyPre};
+use super::bindings::{McsPolicy as Policy, McsPolicyPre as PolicyPre};
 use super::cache::ArtefactCache;
 use super::error::EngineError;
 
@@ -104,12 +104,13 @@ impl Runtime {
         let component = match cache.as_ref().and_then(|c| c.load(&self.engine, &digest)) {
             Some(component) => component,
             None => {
-                let compiled = self.engine.precompile_component(bytes).map_err(|e| {
-                    EngineError::Load {
-                        origin: origin.to_string(),
-                        reason: format!("{e:#}"),
-                    }
-                })?;
+                let compiled =
+                    self.engine
+                        .precompile_component(bytes)
+                        .map_err(|e| EngineError::Load {
+                            origin: origin.to_string(),
+                            reason: format!("{e:#}"),
+                        })?;
                 if let Some(cache) = &cache {
                     cache.store(&self.engine, &digest, &compiled);
                 }

@@ -72,10 +72,22 @@ mod tests {
     fn budget_follows_the_api_server_timeout_minus_margin() {
         let d = Duration::from_secs(10);
         let m = Duration::from_millis(250);
-        assert_eq!(budget(Some("timeout=3s"), d, m), Duration::from_millis(2750));
-        assert_eq!(budget(Some("a=b&timeout=1s"), d, m), Duration::from_millis(750));
+        assert_eq!(
+            budget(Some("timeout=3s"), d, m),
+            Duration::from_millis(2750)
+        );
+        assert_eq!(
+            budget(Some("a=b&timeout=1s"), d, m),
+            Duration::from_millis(750)
+        );
         assert_eq!(budget(None, d, m), Duration::from_millis(9750));
-        assert_eq!(budget(Some("timeout=bogus"), d, m), Duration::from_millis(9750));
-        assert_eq!(budget(Some("timeout=300ms"), d, m), Duration::from_millis(150));
+        assert_eq!(
+            budget(Some("timeout=bogus"), d, m),
+            Duration::from_millis(9750)
+        );
+        assert_eq!(
+            budget(Some("timeout=300ms"), d, m),
+            Duration::from_millis(150)
+        );
     }
 }

@@ -49,7 +49,11 @@ async fn admit(state: AppState, hook: Hook, uri: Uri, body: Bytes) -> Response {
         Err(err) => {
             state.metrics.request(&path, "bad_request");
             tracing::info!(path, error = %err, "refused a request that is not an AdmissionReview");
-            return (StatusCode::BAD_REQUEST, Json(review::bad_request_response(&err))).into_response();
+            return (
+                StatusCode::BAD_REQUEST,
+                Json(review::bad_request_response(&err)),
+            )
+                .into_response();
         }
     };
     let out = evaluate(&state, hook, &review, started, budget).await;
@@ -73,7 +77,13 @@ async fn admit(state: AppState, hook: Hook, uri: Uri, body: Bytes) -> Response {
     Json(out).into_response()
 }
 
-async fn evaluate(state: &AppState, hook: Hook, review: &Review, started: Instant, budget: Duration) -> ReviewOut {
+async fn evaluate(
+    state: &AppState,
+    hook: Hook,
+    review: &Review,
+    started: Instant,
+    budget: Duration,
+) -> ReviewOut {
     let wait = (budget / 4).min(MAX_QUEUE_WAIT);
     let permit = match tokio::time::timeout(wait, state.slots.clone().acquire_owned()).await {
         Ok(Ok(permit)) => permit,
@@ -102,11 +112,15 @@ async fn evaluate(state: &AppState, hook: Hook, review: &Review, started: Instan
     });
     match job.await {
         Ok((Ok(out), took)) => {
-            state.metrics.evaluation(hook.function(), took.as_secs_f64());
+            state
+                .metrics
+                .evaluation(hook.function(), took.as_secs_f64());
             out
         }
         Ok((Err(err), took)) => {
-            state.metrics.evaluation(hook.function(), took.as_secs_f64());
+            state
+                .metrics
+                .evaluation(hook.function(), took.as_secs_f64());
             state.metrics.engine_failure(err.kind());
             tracing::warn!(uid = %review.request.uid, error = %err, "policy evaluation failed");
             review::engine_failure_response(review, &err)
@@ -139,7 +153,10 @@ pub async fn readyz(State(state): State<AppState>) -> Response {
 
 pub async fn metrics(State(state): State<AppState>) -> Response {
     (
-        [(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")],
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
         state.metrics.render(),
     )
         .into_response()

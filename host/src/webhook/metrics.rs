@@ -76,7 +76,10 @@ impl Default for Metrics {
 impl Metrics {
     pub fn request(&self, path: &str, outcome: &str) {
         self.requests
-            .get_or_create(&vec![("path", path.to_string()), ("outcome", outcome.to_string())])
+            .get_or_create(&vec![
+                ("path", path.to_string()),
+                ("outcome", outcome.to_string()),
+            ])
             .inc();
     }
 
@@ -99,7 +102,10 @@ impl Metrics {
     pub fn reload(&self, what: &str, ok: bool) {
         let result = if ok { "success" } else { "failure" };
         self.reloads
-            .get_or_create(&vec![("what", what.to_string()), ("result", result.to_string())])
+            .get_or_create(&vec![
+                ("what", what.to_string()),
+                ("result", result.to_string()),
+            ])
             .inc();
     }
 

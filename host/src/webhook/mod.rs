@@ -31,15 +31,31 @@ pub const MAX_BODY_BYTES: usize = 3 << 20;
 #[derive(Debug, Clone, clap::Args)]
 pub struct ServeArgs {
     /// Address to listen on (HTTPS only).
-    #[arg(long, env = "MCS_POLICY_LISTEN", default_value = "127.0.0.1:8443", value_name = "ADDR")]
+    #[arg(
+        long,
+        env = "MCS_POLICY_LISTEN",
+        default_value = "127.0.0.1:8443",
+        value_name = "ADDR"
+    )]
     pub listen: std::net::SocketAddr,
 
     /// PEM certificate chain (reloaded when the file changes).
-    #[arg(long, env = "MCS_POLICY_TLS_CERT", value_name = "FILE", requires = "tls_key", conflicts_with = "self_signed")]
+    #[arg(
+        long,
+        env = "MCS_POLICY_TLS_CERT",
+        value_name = "FILE",
+        requires = "tls_key",
+        conflicts_with = "self_signed"
+    )]
     pub tls_cert: Option<PathBuf>,
 
     /// PEM private key (reloaded when the file changes).
-    #[arg(long, env = "MCS_POLICY_TLS_KEY", value_name = "FILE", requires = "tls_cert")]
+    #[arg(
+        long,
+        env = "MCS_POLICY_TLS_KEY",
+        value_name = "FILE",
+        requires = "tls_cert"
+    )]
     pub tls_key: Option<PathBuf>,
 
     /// Make a CA and a certificate for localhost/127.0.0.1/::1 and serve with it; prints where
@@ -88,7 +104,12 @@ pub struct AppState {
 }
 
 impl AppState {
-    pub fn new(engine: PolicyEngine, policy: Policy, context: ContextFile, max_concurrency: u32) -> Self {
+    pub fn new(
+        engine: PolicyEngine,
+        policy: Policy,
+        context: ContextFile,
+        max_concurrency: u32,
+    ) -> Self {
         AppState {
             engine,
             policy: Arc::new(policy),

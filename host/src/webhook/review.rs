@@ -223,7 +223,11 @@ pub fn mutation_response(review: &Review, patch: Result<Vec<PatchOperation>, Str
 pub fn engine_failure_response(review: &Review, err: &EngineError) -> ReviewOut {
     ReviewOut::new(
         &review.api_version,
-        errored(&review.request.uid, 500, format!("policy evaluation failed: {err}")),
+        errored(
+            &review.request.uid,
+            500,
+            format!("policy evaluation failed: {err}"),
+        ),
     )
 }
 

@@ -43,7 +43,10 @@ pub enum ServeError {
 }
 
 /// Runs the server until `shutdown` resolves, then drains for up to `--drain-timeout`.
-pub async fn serve(args: ServeArgs, shutdown: impl Future<Output = ()> + Send) -> Result<(), ServeError> {
+pub async fn serve(
+    args: ServeArgs,
+    shutdown: impl Future<Output = ()> + Send,
+) -> Result<(), ServeError> {
     let policy = load_policy(&args.policy.policy)?;
     let context = match &args.policy.context {
         Some(path) => ContextFile::load(path)?,
@@ -59,8 +62,14 @@ pub async fn serve(args: ServeArgs, shutdown: impl Future<Output = ()> + Send) -
     let tls_config = tls::server_config(resolver.clone())?;
     let listener = TcpListener::bind(args.listen)
         .await
-        .map_err(|source| ServeError::Listen { addr: args.listen, source })?;
-    let local = listener.local_addr().map_err(|source| ServeError::Listen { addr: args.listen, source })?;
+        .map_err(|source| ServeError::Listen {
+            addr: args.listen,
+            source,
+        })?;
+    let local = listener.local_addr().map_err(|source| ServeError::Listen {
+        addr: args.listen,
+        source,
+    })?;
 
     let mut state = AppState::new(engine.clone(), policy, context, args.engine.max_concurrency);
     state.default_timeout = args.default_timeout;
@@ -72,6 +81,10 @@ pub async fn serve(args: ServeArgs, shutdown: impl Future<Output = ()> + Send) -
         cert = %files.cert.display(),
         "serving admission webhooks on https://{local} (/validate, /mutate, /validate-multiclusterservice, /mutate-multiclusterservice)"
     );
+
+    // Machine-readable, for scripts and tests that listen on port 0.
+    println!("listening on https://{local}");
+    let _ = std::io::Write::flush(&mut std::io::stdout());
 
     let (stop_tx, stop_rx) = watch::channel(false);
     spawn_reloaders(&args, &state, files, resolver, stop_rx.clone());
@@ -110,7 +123,9 @@ pub async fn serve(args: ServeArgs, shutdown: impl Future<Output = ()> + Send) -
                     return;
                 }
             };
-            let conn = builder.serve_connection(TokioIo::new(tls), service).into_owned();
+            let conn = builder
+                .serve_connection(TokioIo::new(tls), service)
+                .into_owned();
             if let Err(err) = watcher.watch(conn).await {
                 tracing::debug!(%peer, error = %err, "connection ended with an error");
             }
@@ -121,7 +136,10 @@ pub async fn serve(args: ServeArgs, shutdown: impl Future<Output = ()> + Send) -
     drop(listener);
     let _ = stop_tx.send(true);
     tracing::info!(drain_timeout = ?args.drain_timeout, "shutting down: draining in-flight requests");
-    if tokio::time::timeout(args.drain_timeout, graceful.shutdown()).await.is_err() {
+    if tokio::time::timeout(args.drain_timeout, graceful.shutdown())
+        .await
+        .is_err()
+    {
         tracing::warn!("drain timeout reached; closing remaining connections");
     }
     tracing::info!("server stopped");

@@ -19,12 +19,20 @@ use crate::network::WatchEnd;
 
 pub fn router() -> Router<Arc<App>> {
     Router::new()
-        .route("/faults", post(add_fault).get(list_faults).delete(clear_faults))
+        .route(
+            "/faults",
+            post(add_fault).get(list_faults).delete(clear_faults),
+        )
         .route("/drop-watches", post(drop_watches))
         .route("/unreachable", post(set_unreachable).get(unreachable_state))
         .route("/state", get(state))
         .route("/reset", post(reset))
-        .fallback(|| async { answer(StatusCode::NOT_FOUND, json!({"error": "unknown /_sim/ endpoint"})) })
+        .fallback(|| async {
+            answer(
+                StatusCode::NOT_FOUND,
+                json!({"error": "unknown /_sim/ endpoint"}),
+            )
+        })
 }
 
 fn answer(code: StatusCode, body: Value) -> Response {
@@ -74,11 +82,16 @@ struct Unreachable {
 async fn set_unreachable(State(app): State<Arc<App>>, body: Bytes) -> Response {
     let request: Unreachable = match serde_json::from_slice(&body) {
         Ok(request) => request,
-        Err(e) => return bad_request(format!("expected {{\"seconds\": S}} or {{\"on\": true|false}}: {e}")),
+        Err(e) => {
+            return bad_request(format!(
+                "expected {{\"seconds\": S}} or {{\"on\": true|false}}: {e}"
+            ));
+        }
     };
     match (request.seconds, request.on) {
         (Some(seconds), None) if seconds.is_finite() && seconds >= 0.0 => {
-            app.network.set_unreachable(Some(Duration::from_secs_f64(seconds)));
+            app.network
+                .set_unreachable(Some(Duration::from_secs_f64(seconds)));
         }
         (None, Some(true)) => app.network.set_unreachable(None),
         (None, Some(false)) => app.network.set_reachable(),

@@ -40,15 +40,24 @@ pub struct App {
 impl App {
     pub fn new(settings: Settings) -> Arc<Self> {
         let store = fresh_store(settings.history_limit);
-        Arc::new(Self { store: RwLock::new(store), faults: Faults::default(), network: Network::default(), settings })
+        Arc::new(Self {
+            store: RwLock::new(store),
+            faults: Faults::default(),
+            network: Network::default(),
+            settings,
+        })
     }
 
     pub fn read(&self) -> RwLockReadGuard<'_, Store> {
-        self.store.read().unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.store
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     pub fn write(&self) -> RwLockWriteGuard<'_, Store> {
-        self.store.write().unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.store
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Back to a fresh cluster: built-in types and default namespaces only, no faults.
@@ -71,14 +80,19 @@ pub fn router(app: Arc<App>) -> Router {
 }
 
 fn fresh_store(history_limit: usize) -> Store {
-    let mut store = Store::new(Registry::with_types(builtin::builtin_types()), history_limit);
+    let mut store = Store::new(
+        Registry::with_types(builtin::builtin_types()),
+        history_limit,
+    );
     create_default_namespaces(&mut store);
     store
 }
 
 fn create_default_namespaces(store: &mut Store) {
     let namespaces = GroupResource::new("", "namespaces");
-    let Some(rt) = store.registry.lookup("", "v1", "namespaces") else { return };
+    let Some(rt) = store.registry.lookup("", "v1", "namespaces") else {
+        return;
+    };
     let now = object::now();
     for name in builtin::DEFAULT_NAMESPACES {
         let body = serde_json::json!({"metadata": {"name": name}});

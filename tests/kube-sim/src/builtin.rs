@@ -3,7 +3,8 @@
 use crate::registry::{GenerationPolicy, ResourceType, Special};
 
 /// Namespaces that exist in a fresh cluster.
-pub const DEFAULT_NAMESPACES: [&str; 4] = ["default", "kube-system", "kube-public", "kube-node-lease"];
+pub const DEFAULT_NAMESPACES: [&str; 4] =
+    ["default", "kube-system", "kube-public", "kube-node-lease"];
 
 struct Builtin {
     group: &'static str,
@@ -134,7 +135,11 @@ fn to_resource_type(b: &Builtin) -> ResourceType {
         namespaced: b.namespaced,
         status_subresource: b.status,
         short_names: b.short_names.iter().map(|s| (*s).to_owned()).collect(),
-        categories: if b.plural == "services" { vec!["all".to_owned()] } else { Vec::new() },
+        categories: if b.plural == "services" {
+            vec!["all".to_owned()]
+        } else {
+            Vec::new()
+        },
         generation: b.generation,
         special: b.special,
         defined_by: None,

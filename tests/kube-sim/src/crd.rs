@@ -13,22 +13,47 @@ pub fn resource_types(crd: &Value) -> Result<Vec<ResourceType>, ApiError> {
     let name = crd["metadata"]["name"].as_str().unwrap_or_default();
     let spec = &crd["spec"];
     let group = required_str(name, spec, "group")?;
-    let plural = required_str(name, &spec["names"], "plural").map_err(|e| in_names(e, name, "plural"))?;
+    let plural =
+        required_str(name, &spec["names"], "plural").map_err(|e| in_names(e, name, "plural"))?;
     let kind = required_str(name, &spec["names"], "kind").map_err(|e| in_names(e, name, "kind"))?;
     if name != format!("{plural}.{group}") {
-        let detail = format!("Invalid value: \"{name}\": must be spec.names.plural+\".\"+spec.group");
-        return Err(ApiError::invalid(KIND, name, "metadata.name", "FieldValueInvalid", &detail));
+        let detail =
+            format!("Invalid value: \"{name}\": must be spec.names.plural+\".\"+spec.group");
+        return Err(ApiError::invalid(
+            KIND,
+            name,
+            "metadata.name",
+            "FieldValueInvalid",
+            &detail,
+        ));
     }
     let namespaced = match spec["scope"].as_str() {
         Some("Namespaced") => true,
         Some("Cluster") => false,
-        _ => return Err(invalid(name, "spec.scope", "Unsupported value: must be Namespaced or Cluster")),
+        _ => {
+            return Err(invalid(
+                name,
+                "spec.scope",
+                "Unsupported value: must be Namespaced or Cluster",
+            ));
+        }
     };
     let versions = spec["versions"].as_array().filter(|v| !v.is_empty());
-    let versions = versions.ok_or_else(|| invalid(name, "spec.versions", "Required value: must have at least one version"))?;
+    let versions = versions.ok_or_else(|| {
+        invalid(
+            name,
+            "spec.versions",
+            "Required value: must have at least one version",
+        )
+    })?;
     let names = &spec["names"];
-    let singular = names["singular"].as_str().filter(|s| !s.is_empty()).map_or_else(|| kind.to_lowercase(), str::to_owned);
-    let served = versions.iter().filter(|v| v["served"].as_bool().unwrap_or(false));
+    let singular = names["singular"]
+        .as_str()
+        .filter(|s| !s.is_empty())
+        .map_or_else(|| kind.to_lowercase(), str::to_owned);
+    let served = versions
+        .iter()
+        .filter(|v| v["served"].as_bool().unwrap_or(false));
     Ok(served
         .filter_map(|v| {
             Some(ResourceType {
@@ -81,7 +106,11 @@ pub fn established_status(crd: &Value, previous: &Value, now: &str) -> Value {
 
 fn stored_versions(crd: &Value, previous: &Value) -> Vec<String> {
     let mut stored = string_list(&previous["storedVersions"]);
-    let storage = crd["spec"]["versions"].as_array().into_iter().flatten().filter(|v| v["storage"] == true);
+    let storage = crd["spec"]["versions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|v| v["storage"] == true);
     for version in storage.filter_map(|v| v["name"].as_str()) {
         if !stored.iter().any(|s| s == version) {
             stored.push(version.to_owned());
@@ -106,7 +135,12 @@ fn invalid(name: &str, field: &str, detail: &str) -> ApiError {
 }
 
 fn string_list(value: &Value) -> Vec<String> {
-    value.as_array().into_iter().flatten().filter_map(|s| s.as_str().map(str::to_owned)).collect()
+    value
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|s| s.as_str().map(str::to_owned))
+        .collect()
 }
 
 #[cfg(test)]
@@ -133,7 +167,10 @@ mod tests {
         let types = resource_types(&crd()).unwrap();
         assert_eq!(types.len(), 1);
         let t = &types[0];
-        assert_eq!((t.group.as_str(), t.version.as_str(), t.plural.as_str()), ("networking.karmada.io", "v1alpha1", "multiclusterservices"));
+        assert_eq!(
+            (t.group.as_str(), t.version.as_str(), t.plural.as_str()),
+            ("networking.karmada.io", "v1alpha1", "multiclusterservices")
+        );
         assert_eq!(t.singular, "multiclusterservice");
         assert!(t.namespaced && t.status_subresource);
         assert_eq!(t.short_names, vec!["mcs"]);
@@ -145,14 +182,21 @@ mod tests {
         bad["metadata"]["name"] = json!("wrong.example.com");
         let error = resource_types(&bad).unwrap_err();
         assert_eq!(error.code, 422);
-        assert!(error.message.contains("must be spec.names.plural"), "{}", error.message);
+        assert!(
+            error.message.contains("must be spec.names.plural"),
+            "{}",
+            error.message
+        );
     }
 
     #[test]
     fn status_is_established_and_keeps_transition_times() {
         let first = established_status(&crd(), &Value::Null, "2024-01-01T00:00:00Z");
         assert_eq!(first["conditions"][1]["type"], "Established");
-        assert_eq!(first["acceptedNames"]["listKind"], "MultiClusterServiceList");
+        assert_eq!(
+            first["acceptedNames"]["listKind"],
+            "MultiClusterServiceList"
+        );
         assert_eq!(first["storedVersions"], json!(["v1alpha1"]));
         let again = established_status(&crd(), &first, "2025-01-01T00:00:00Z");
         assert_eq!(first, again);

@@ -8,7 +8,16 @@ use crate::registry::{GroupVersions, Registry, ResourceType};
 /// The Kubernetes version kube-sim claims to be.
 pub const GIT_VERSION: &str = "v1.32.0";
 
-const VERBS: [&str; 8] = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"];
+const VERBS: [&str; 8] = [
+    "create",
+    "delete",
+    "deletecollection",
+    "get",
+    "list",
+    "patch",
+    "update",
+    "watch",
+];
 const STATUS_VERBS: [&str; 3] = ["get", "patch", "update"];
 
 /// The `version.Info` of `/version`.
@@ -56,11 +65,14 @@ pub fn resource_list(registry: &Registry, group: &str, version: &str) -> Option<
     let types = registry.resources_in(group, version);
     let first = types.first()?;
     let resources: Vec<Value> = types.iter().flat_map(|t| resource_entries(t)).collect();
-    Some(json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": first.api_version(), "resources": resources}))
+    Some(
+        json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": first.api_version(), "resources": resources}),
+    )
 }
 
 fn group_entry(group: &GroupVersions) -> Value {
-    let version = |v: &String| json!({"groupVersion": format!("{}/{v}", group.group), "version": v});
+    let version =
+        |v: &String| json!({"groupVersion": format!("{}/{v}", group.group), "version": v});
     let versions: Vec<Value> = group.versions.iter().map(version).collect();
     json!({"name": group.group, "versions": versions, "preferredVersion": versions[0]})
 }
@@ -105,16 +117,31 @@ mod tests {
     fn core_resource_list_includes_the_status_subresource() {
         let list = resource_list(&registry(), "", "v1").unwrap();
         assert_eq!(list["groupVersion"], "v1");
-        let names: Vec<&str> = list["resources"].as_array().unwrap().iter().map(|r| r["name"].as_str().unwrap()).collect();
-        assert!(names.contains(&"services") && names.contains(&"services/status") && names.contains(&"namespaces"));
+        let names: Vec<&str> = list["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["name"].as_str().unwrap())
+            .collect();
+        assert!(
+            names.contains(&"services")
+                && names.contains(&"services/status")
+                && names.contains(&"namespaces")
+        );
     }
 
     #[test]
     fn group_list_names_every_builtin_group_with_a_preferred_version() {
         let list = group_list(&registry());
         let groups = list["groups"].as_array().unwrap();
-        let discovery = groups.iter().find(|g| g["name"] == "discovery.k8s.io").unwrap();
-        assert_eq!(discovery["preferredVersion"]["groupVersion"], "discovery.k8s.io/v1");
+        let discovery = groups
+            .iter()
+            .find(|g| g["name"] == "discovery.k8s.io")
+            .unwrap();
+        assert_eq!(
+            discovery["preferredVersion"]["groupVersion"],
+            "discovery.k8s.io/v1"
+        );
         assert!(groups.iter().all(|g| g["name"] != ""));
     }
 

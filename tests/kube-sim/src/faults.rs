@@ -8,7 +8,16 @@ use serde::{Deserialize, Serialize};
 use crate::status::ApiError;
 
 /// The verbs a fault can be limited to (the Kubernetes verb of a request).
-pub const VERBS: [&str; 8] = ["create", "update", "patch", "delete", "deletecollection", "get", "list", "watch"];
+pub const VERBS: [&str; 8] = [
+    "create",
+    "update",
+    "patch",
+    "delete",
+    "deletecollection",
+    "get",
+    "list",
+    "watch",
+];
 
 /// One queued fault, as posted to `/_sim/faults`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -43,15 +52,28 @@ impl FaultSpec {
     /// Why this fault cannot be queued, if it cannot.
     pub fn problem(&self) -> Option<String> {
         if !(400..=599).contains(&self.status) {
-            return Some(format!("status must be an HTTP error status (400-599), not {}", self.status));
+            return Some(format!(
+                "status must be an HTTP error status (400-599), not {}",
+                self.status
+            ));
         }
-        let unknown = self.verbs.iter().flatten().find(|v| !VERBS.contains(&v.as_str()));
+        let unknown = self
+            .verbs
+            .iter()
+            .flatten()
+            .find(|v| !VERBS.contains(&v.as_str()));
         unknown.map(|verb| format!("unknown verb {verb:?}; known verbs: {}", VERBS.join(", ")))
     }
 
     fn matches(&self, request: &RequestInfo<'_>) -> bool {
-        let verb_ok = self.verbs.as_ref().is_none_or(|verbs| verbs.iter().any(|v| v == request.verb));
-        let resource_ok = self.resource.as_deref().is_none_or(|r| request.names_resource(r));
+        let verb_ok = self
+            .verbs
+            .as_ref()
+            .is_none_or(|verbs| verbs.iter().any(|v| v == request.verb));
+        let resource_ok = self
+            .resource
+            .as_deref()
+            .is_none_or(|r| request.names_resource(r));
         verb_ok && resource_ok
     }
 }
@@ -96,7 +118,9 @@ impl Faults {
     /// The status of the first queued fault matching `request`, consuming one of its count.
     pub fn take(&self, request: &RequestInfo<'_>) -> Option<(u16, u64)> {
         let mut faults = self.lock();
-        let index = faults.iter().position(|f| f.count > 0 && f.matches(request))?;
+        let index = faults
+            .iter()
+            .position(|f| f.count > 0 && f.matches(request))?;
         let fault = &mut faults[index];
         fault.count -= 1;
         let answer = (fault.status, fault.retry_after_seconds);
@@ -114,7 +138,9 @@ impl Faults {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Vec<FaultSpec>> {
-        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 
@@ -127,15 +153,28 @@ mod tests {
     }
 
     fn request<'a>(verb: &'a str, resource: &'a str) -> RequestInfo<'a> {
-        RequestInfo { verb, group: "discovery.k8s.io", resource, subresource: None }
+        RequestInfo {
+            verb,
+            group: "discovery.k8s.io",
+            resource,
+            subresource: None,
+        }
     }
 
     #[test]
     fn a_fault_fails_exactly_count_matching_requests() {
         let faults = Faults::default();
-        faults.push(spec(r#"{"status": 503, "count": 2, "retryAfterSeconds": 3}"#));
-        assert_eq!(faults.take(&request("get", "endpointslices")), Some((503, 3)));
-        assert_eq!(faults.take(&request("list", "endpointslices")), Some((503, 3)));
+        faults.push(spec(
+            r#"{"status": 503, "count": 2, "retryAfterSeconds": 3}"#,
+        ));
+        assert_eq!(
+            faults.take(&request("get", "endpointslices")),
+            Some((503, 3))
+        );
+        assert_eq!(
+            faults.take(&request("list", "endpointslices")),
+            Some((503, 3))
+        );
         assert_eq!(faults.take(&request("get", "endpointslices")), None);
     }
 
@@ -145,22 +184,38 @@ mod tests {
         faults.push(spec(r#"{"status": 409, "verbs": ["update"], "resource": "endpointslices.discovery.k8s.io"}"#));
         assert_eq!(faults.take(&request("get", "endpointslices")), None);
         assert_eq!(faults.take(&request("update", "services")), None);
-        assert_eq!(faults.take(&request("update", "endpointslices")), Some((409, 1)));
+        assert_eq!(
+            faults.take(&request("update", "endpointslices")),
+            Some((409, 1))
+        );
     }
 
     #[test]
     fn subresource_filters_match_only_that_subresource() {
         let faults = Faults::default();
-        faults.push(spec(r#"{"status": 500, "resource": "endpointslices/status"}"#));
+        faults.push(spec(
+            r#"{"status": 500, "resource": "endpointslices/status"}"#,
+        ));
         assert_eq!(faults.take(&request("patch", "endpointslices")), None);
-        let status = RequestInfo { subresource: Some("status"), ..request("patch", "endpointslices") };
+        let status = RequestInfo {
+            subresource: Some("status"),
+            ..request("patch", "endpointslices")
+        };
         assert_eq!(faults.take(&status), Some((500, 1)));
     }
 
     #[test]
     fn unknown_verbs_and_non_error_statuses_are_refused() {
         assert!(spec(r#"{"status": 200}"#).problem().is_some());
-        assert!(spec(r#"{"status": 500, "verbs": ["explode"]}"#).problem().is_some());
-        assert!(spec(r#"{"status": 500, "verbs": ["watch"]}"#).problem().is_none());
+        assert!(
+            spec(r#"{"status": 500, "verbs": ["explode"]}"#)
+                .problem()
+                .is_some()
+        );
+        assert!(
+            spec(r#"{"status": 500, "verbs": ["watch"]}"#)
+                .problem()
+                .is_none()
+        );
     }
 }

@@ -19,21 +19,50 @@ pub enum Part {
 }
 
 /// Metadata fields the server owns; updates cannot change them.
-const SYSTEM_METADATA: [&str; 5] = ["uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation"];
+const SYSTEM_METADATA: [&str; 5] = [
+    "uid",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "generation",
+];
 
 /// A new object ready for storage (name, uid, timestamps, generation, status), or why not.
-pub fn prepare_create(rt: &ResourceType, namespace: Option<&str>, mut obj: Value, now: &str) -> Result<Value, ApiError> {
+pub fn prepare_create(
+    rt: &ResourceType,
+    namespace: Option<&str>,
+    mut obj: Value,
+    now: &str,
+) -> Result<Value, ApiError> {
     check_type(rt, &mut obj)?;
     set_namespace(rt, namespace, &mut obj)?;
     let meta = object::metadata_mut(&mut obj);
-    if meta.get("resourceVersion").and_then(Value::as_str).is_some_and(|rv| !rv.is_empty()) {
-        return Err(ApiError::bad_request("resourceVersion should not be set on objects to be created"));
+    if meta
+        .get("resourceVersion")
+        .and_then(Value::as_str)
+        .is_some_and(|rv| !rv.is_empty())
+    {
+        return Err(ApiError::bad_request(
+            "resourceVersion should not be set on objects to be created",
+        ));
     }
-    let has_name = meta.get("name").and_then(Value::as_str).is_some_and(|n| !n.is_empty());
+    let has_name = meta
+        .get("name")
+        .and_then(Value::as_str)
+        .is_some_and(|n| !n.is_empty());
     if !has_name {
-        let prefix = meta.get("generateName").and_then(Value::as_str).filter(|p| !p.is_empty());
+        let prefix = meta
+            .get("generateName")
+            .and_then(Value::as_str)
+            .filter(|p| !p.is_empty());
         let Some(prefix) = prefix else {
-            return Err(ApiError::invalid(&rt.kind, "", "metadata.name", "FieldValueRequired", "Required value: name or generateName is required"));
+            return Err(ApiError::invalid(
+                &rt.kind,
+                "",
+                "metadata.name",
+                "FieldValueRequired",
+                "Required value: name or generateName is required",
+            ));
         };
         let generated = object::generate_name(prefix);
         meta.insert("name".into(), json!(generated));
@@ -45,7 +74,9 @@ pub fn prepare_create(rt: &ResourceType, namespace: Option<&str>, mut obj: Value
     meta.remove("resourceVersion");
     match rt.generation {
         GenerationPolicy::None => meta.remove("generation"),
-        GenerationPolicy::Spec | GenerationPolicy::ContentOrLabels => meta.insert("generation".into(), json!(1)),
+        GenerationPolicy::Spec | GenerationPolicy::ContentOrLabels => {
+            meta.insert("generation".into(), json!(1))
+        }
     };
     if rt.status_subresource {
         obj.as_object_mut().map(|o| o.remove("status"));
@@ -56,11 +87,20 @@ pub fn prepare_create(rt: &ResourceType, namespace: Option<&str>, mut obj: Value
 
 /// The object an update of `part` of `current` with `candidate` stores, or why it is refused.
 /// The result carries `current`'s resourceVersion; equal to `current` means nothing changed.
-pub fn merge_update(rt: &ResourceType, current: &Value, mut candidate: Value, part: Part, now: &str) -> Result<Value, ApiError> {
+pub fn merge_update(
+    rt: &ResourceType,
+    current: &Value,
+    mut candidate: Value,
+    part: Part,
+    now: &str,
+) -> Result<Value, ApiError> {
     check_type(rt, &mut candidate)?;
     let name = object::name(current);
     if object::name(&candidate) != name {
-        let message = format!("the name of the object ({}) does not match the name on the URL ({name})", object::name(&candidate));
+        let message = format!(
+            "the name of the object ({}) does not match the name on the URL ({name})",
+            object::name(&candidate)
+        );
         return Err(ApiError::bad_request(message));
     }
     let namespace = rt.namespaced.then(|| object::namespace(current));
@@ -96,15 +136,30 @@ pub fn mark_deleting(current: &Value, now: &str) -> Value {
 /// Sets kind and apiVersion, refusing a body that names another type.
 fn check_type(rt: &ResourceType, obj: &mut Value) -> Result<(), ApiError> {
     let Some(map) = obj.as_object_mut() else {
-        return Err(ApiError::bad_request("the body of the request must be a JSON object"));
+        return Err(ApiError::bad_request(
+            "the body of the request must be a JSON object",
+        ));
     };
     let api_version = rt.api_version();
-    if let Some(given) = map.get("apiVersion").and_then(Value::as_str).filter(|v| !v.is_empty() && *v != api_version) {
-        let message = format!("the API version in the data ({given}) does not match the expected API version ({api_version})");
+    if let Some(given) = map
+        .get("apiVersion")
+        .and_then(Value::as_str)
+        .filter(|v| !v.is_empty() && *v != api_version)
+    {
+        let message = format!(
+            "the API version in the data ({given}) does not match the expected API version ({api_version})"
+        );
         return Err(ApiError::bad_request(message));
     }
-    if let Some(given) = map.get("kind").and_then(Value::as_str).filter(|k| !k.is_empty() && *k != rt.kind) {
-        let message = format!("the kind in the data ({given}) does not match the expected kind ({})", rt.kind);
+    if let Some(given) = map
+        .get("kind")
+        .and_then(Value::as_str)
+        .filter(|k| !k.is_empty() && *k != rt.kind)
+    {
+        let message = format!(
+            "the kind in the data ({given}) does not match the expected kind ({})",
+            rt.kind
+        );
         return Err(ApiError::bad_request(message));
     }
     map.insert("apiVersion".into(), json!(api_version));
@@ -113,7 +168,11 @@ fn check_type(rt: &ResourceType, obj: &mut Value) -> Result<(), ApiError> {
 }
 
 /// Sets `metadata.namespace` from the request (removes it for cluster-scoped resources).
-fn set_namespace(rt: &ResourceType, namespace: Option<&str>, obj: &mut Value) -> Result<(), ApiError> {
+fn set_namespace(
+    rt: &ResourceType,
+    namespace: Option<&str>,
+    obj: &mut Value,
+) -> Result<(), ApiError> {
     let given = object::namespace(obj).to_owned();
     let meta = object::metadata_mut(obj);
     match namespace.filter(|_| rt.namespaced) {
@@ -132,7 +191,11 @@ fn set_namespace(rt: &ResourceType, namespace: Option<&str>, obj: &mut Value) ->
 }
 
 /// resourceVersion and uid in the candidate, when set, must be the live object's.
-fn check_preconditions(rt: &ResourceType, current: &Value, candidate: &Value) -> Result<(), ApiError> {
+fn check_preconditions(
+    rt: &ResourceType,
+    current: &Value,
+    candidate: &Value,
+) -> Result<(), ApiError> {
     let gr = rt.group_resource();
     let name = object::name(current);
     let rv = object::resource_version(candidate);
@@ -141,7 +204,10 @@ fn check_preconditions(rt: &ResourceType, current: &Value, candidate: &Value) ->
     }
     let uid = object::uid(candidate);
     if !uid.is_empty() && uid != object::uid(current) {
-        let why = format!("Precondition failed: UID in precondition: {uid}, UID in object meta: {}", object::uid(current));
+        let why = format!(
+            "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+            object::uid(current)
+        );
         return Err(ApiError::conflict(&gr, name, &why));
     }
     Ok(())
@@ -156,7 +222,10 @@ fn with_system_metadata(rt: &ResourceType, current: &Value, mut candidate: Value
             None => meta.remove(field),
         };
     }
-    meta.insert("resourceVersion".into(), current["metadata"]["resourceVersion"].clone());
+    meta.insert(
+        "resourceVersion".into(),
+        current["metadata"]["resourceVersion"].clone(),
+    );
     if rt.status_subresource {
         with_status_of(candidate, current)
     } else {
@@ -176,11 +245,20 @@ fn with_status_of(mut target: Value, source: &Value) -> Value {
 }
 
 /// Resource-specific server-set fields.
-fn apply_special(rt: &ResourceType, obj: &mut Value, previous_status: &Value, now: &str) -> Result<(), ApiError> {
+fn apply_special(
+    rt: &ResourceType,
+    obj: &mut Value,
+    previous_status: &Value,
+    now: &str,
+) -> Result<(), ApiError> {
     match rt.special {
         Special::None => {}
         Special::Namespace => {
-            let phase = if object::is_deleting(obj) { "Terminating" } else { "Active" };
+            let phase = if object::is_deleting(obj) {
+                "Terminating"
+            } else {
+                "Active"
+            };
             obj["status"] = json!({"phase": phase});
         }
         Special::CustomResourceDefinition => {
@@ -205,9 +283,12 @@ fn generation_changes(rt: &ResourceType, before: &Value, after: &Value) -> bool 
     };
     match rt.generation {
         GenerationPolicy::None => false,
-        GenerationPolicy::Spec => content(before, rt.status_subresource) != content(after, rt.status_subresource),
+        GenerationPolicy::Spec => {
+            content(before, rt.status_subresource) != content(after, rt.status_subresource)
+        }
         GenerationPolicy::ContentOrLabels => {
-            content(before, false) != content(after, false) || before["metadata"]["labels"] != after["metadata"]["labels"]
+            content(before, false) != content(after, false)
+                || before["metadata"]["labels"] != after["metadata"]["labels"]
         }
     }
 }
@@ -220,7 +301,10 @@ mod tests {
     const NOW: &str = "2024-01-01T00:00:00Z";
 
     fn rt(plural: &str) -> ResourceType {
-        builtin::builtin_types().into_iter().find(|t| t.plural == plural).unwrap()
+        builtin::builtin_types()
+            .into_iter()
+            .find(|t| t.plural == plural)
+            .unwrap()
     }
 
     fn created_service() -> Value {
@@ -244,20 +328,40 @@ mod tests {
 
     #[test]
     fn create_without_name_or_generate_name_is_invalid() {
-        let error = prepare_create(&rt("configmaps"), Some("default"), json!({"metadata": {}}), NOW).unwrap_err();
+        let error = prepare_create(
+            &rt("configmaps"),
+            Some("default"),
+            json!({"metadata": {}}),
+            NOW,
+        )
+        .unwrap_err();
         assert_eq!(error.code, 422);
-        assert_eq!(error.message, "ConfigMap \"\" is invalid: metadata.name: Required value: name or generateName is required");
+        assert_eq!(
+            error.message,
+            "ConfigMap \"\" is invalid: metadata.name: Required value: name or generateName is required"
+        );
     }
 
     #[test]
     fn create_in_another_namespace_than_the_url_is_a_bad_request() {
         let body = json!({"metadata": {"name": "a", "namespace": "other"}});
-        assert_eq!(prepare_create(&rt("configmaps"), Some("default"), body, NOW).unwrap_err().code, 400);
+        assert_eq!(
+            prepare_create(&rt("configmaps"), Some("default"), body, NOW)
+                .unwrap_err()
+                .code,
+            400
+        );
     }
 
     #[test]
     fn namespaces_are_created_active() {
-        let ns = prepare_create(&rt("namespaces"), None, json!({"metadata": {"name": "prod"}}), NOW).unwrap();
+        let ns = prepare_create(
+            &rt("namespaces"),
+            None,
+            json!({"metadata": {"name": "prod"}}),
+            NOW,
+        )
+        .unwrap();
         assert_eq!(ns["status"]["phase"], "Active");
         assert!(ns["metadata"].get("namespace").is_none());
     }
@@ -266,7 +370,14 @@ mod tests {
     fn update_with_stale_resource_version_is_conflict() {
         let mut candidate = created_service();
         candidate["metadata"]["resourceVersion"] = json!("6");
-        let error = merge_update(&rt("services"), &created_service(), candidate, Part::Main, NOW).unwrap_err();
+        let error = merge_update(
+            &rt("services"),
+            &created_service(),
+            candidate,
+            Part::Main,
+            NOW,
+        )
+        .unwrap_err();
         assert_eq!(error.code, 409);
         assert_eq!(error.reason, "Conflict");
     }
@@ -289,7 +400,8 @@ mod tests {
         let mut candidate = current.clone();
         candidate["spec"] = json!({"ignored": true});
         candidate["status"] = json!({"ready": true});
-        let updated = merge_update(&rt("services"), &current, candidate, Part::Status, NOW).unwrap();
+        let updated =
+            merge_update(&rt("services"), &current, candidate, Part::Status, NOW).unwrap();
         assert_eq!(updated["spec"], current["spec"]);
         assert_eq!(updated["status"], json!({"ready": true}));
         assert_eq!(updated["metadata"]["generation"], 1);
@@ -299,7 +411,10 @@ mod tests {
     fn unchanged_update_equals_the_live_object() {
         let current = created_service();
         let mut candidate = current.clone();
-        candidate["metadata"].as_object_mut().unwrap().remove("resourceVersion");
+        candidate["metadata"]
+            .as_object_mut()
+            .unwrap()
+            .remove("resourceVersion");
         candidate["metadata"].as_object_mut().unwrap().remove("uid");
         let updated = merge_update(&rt("services"), &current, candidate, Part::Main, NOW).unwrap();
         assert_eq!(updated, current);
@@ -311,11 +426,13 @@ mod tests {
         let current = prepare_create(&rt("endpointslices"), Some("default"), body, NOW).unwrap();
         let mut relabelled = current.clone();
         relabelled["metadata"]["labels"]["a"] = json!("2");
-        let updated = merge_update(&rt("endpointslices"), &current, relabelled, Part::Main, NOW).unwrap();
+        let updated =
+            merge_update(&rt("endpointslices"), &current, relabelled, Part::Main, NOW).unwrap();
         assert_eq!(updated["metadata"]["generation"], 2);
         let mut annotated = current.clone();
         annotated["metadata"]["annotations"] = json!({"x": "y"});
-        let updated = merge_update(&rt("endpointslices"), &current, annotated, Part::Main, NOW).unwrap();
+        let updated =
+            merge_update(&rt("endpointslices"), &current, annotated, Part::Main, NOW).unwrap();
         assert_eq!(updated["metadata"]["generation"], 1);
     }
 

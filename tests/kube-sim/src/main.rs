@@ -41,14 +41,21 @@ async fn main() -> std::process::ExitCode {
 
 fn init_logging() {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
-    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
 }
 
 async fn run(args: cli::Args) -> Result<(), String> {
     let bookmark_interval = Duration::try_from_secs_f64(args.bookmark_interval_seconds)
         .map_err(|e| format!("invalid --bookmark-interval-seconds: {e}"))?;
-    let listener = tokio::net::TcpListener::bind(args.listen).await.map_err(|e| format!("cannot listen on {}: {e}", args.listen))?;
-    let address = listener.local_addr().map_err(|e| format!("cannot read the listening address: {e}"))?;
+    let listener = tokio::net::TcpListener::bind(args.listen)
+        .await
+        .map_err(|e| format!("cannot listen on {}: {e}", args.listen))?;
+    let address = listener
+        .local_addr()
+        .map_err(|e| format!("cannot read the listening address: {e}"))?;
     announce(&format!("listening on http://{address}"))?;
     tracing::info!(cluster = %args.name, %address, "kube-sim serving");
     let settings = app::Settings {
@@ -70,17 +77,20 @@ async fn run(args: cli::Args) -> Result<(), String> {
 /// Prints the first stdout line, which launchers wait for.
 fn announce(line: &str) -> Result<(), String> {
     let mut stdout = std::io::stdout().lock();
-    writeln!(stdout, "{line}").and_then(|()| stdout.flush()).map_err(|e| format!("cannot write to stdout: {e}"))
+    writeln!(stdout, "{line}")
+        .and_then(|()| stdout.flush())
+        .map_err(|e| format!("cannot write to stdout: {e}"))
 }
 
 async fn shutdown_signal() {
     let interrupt = tokio::signal::ctrl_c();
     #[cfg(unix)]
     {
-        let mut terminate = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(signal) => signal,
-            Err(_) => return interrupt.await.unwrap_or(()),
-        };
+        let mut terminate =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(signal) => signal,
+                Err(_) => return interrupt.await.unwrap_or(()),
+            };
         tokio::select! {
             _ = interrupt => {}
             _ = terminate.recv() => {}

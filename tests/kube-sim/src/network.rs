@@ -30,7 +30,10 @@ pub struct Network {
 
 impl Default for Network {
     fn default() -> Self {
-        Self { reachability: Mutex::new(Reachability::Up), watch_ends: broadcast::channel(16).0 }
+        Self {
+            reachability: Mutex::new(Reachability::Up),
+            watch_ends: broadcast::channel(16).0,
+        }
     }
 }
 
@@ -46,7 +49,9 @@ impl Network {
 
     /// Makes the server unreachable, for `duration` or (None) until `set_reachable`; cuts open watches.
     pub fn set_unreachable(&self, duration: Option<Duration>) {
-        *self.lock() = duration.map_or(Reachability::Down, |d| Reachability::DownUntil(Instant::now() + d));
+        *self.lock() = duration.map_or(Reachability::Down, |d| {
+            Reachability::DownUntil(Instant::now() + d)
+        });
         self.end_watches(WatchEnd::Abort);
     }
 
@@ -57,7 +62,11 @@ impl Network {
     /// Seconds left of a timed outage (None when up or down indefinitely).
     pub fn seconds_left(&self) -> Option<f64> {
         match *self.lock() {
-            Reachability::DownUntil(until) => Some(until.saturating_duration_since(Instant::now()).as_secs_f64()),
+            Reachability::DownUntil(until) => Some(
+                until
+                    .saturating_duration_since(Instant::now())
+                    .as_secs_f64(),
+            ),
             _ => None,
         }
     }
@@ -78,7 +87,9 @@ impl Network {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Reachability> {
-        self.reachability.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.reachability
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 

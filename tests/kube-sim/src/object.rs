@@ -14,7 +14,9 @@ pub fn namespace(obj: &Value) -> &str {
 
 /// `metadata.resourceVersion`, or "" when absent.
 pub fn resource_version(obj: &Value) -> &str {
-    obj["metadata"]["resourceVersion"].as_str().unwrap_or_default()
+    obj["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap_or_default()
 }
 
 /// `metadata.uid`, or "" when absent.
@@ -29,7 +31,9 @@ pub fn is_deleting(obj: &Value) -> bool {
 
 /// Whether `metadata.finalizers` has any entry.
 pub fn has_finalizers(obj: &Value) -> bool {
-    obj["metadata"]["finalizers"].as_array().is_some_and(|f| !f.is_empty())
+    obj["metadata"]["finalizers"]
+        .as_array()
+        .is_some_and(|f| !f.is_empty())
 }
 
 /// The `metadata` map of an object, created when missing or not a map.
@@ -37,7 +41,9 @@ pub fn metadata_mut(obj: &mut Value) -> &mut Map<String, Value> {
     if !obj["metadata"].is_object() {
         obj["metadata"] = json!({});
     }
-    obj["metadata"].as_object_mut().expect("metadata was just made a map")
+    obj["metadata"]
+        .as_object_mut()
+        .expect("metadata was just made a map")
 }
 
 /// A label value of an object.
@@ -47,7 +53,9 @@ pub fn label<'a>(obj: &'a Value, key: &str) -> Option<&'a str> {
 
 /// The current time as the apiserver writes timestamps: RFC 3339, UTC, whole seconds.
 pub fn now() -> String {
-    jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
+    jiff::Timestamp::now()
+        .strftime("%Y-%m-%dT%H:%M:%SZ")
+        .to_string()
 }
 
 /// A random RFC 4122 version 4 UID.
@@ -59,8 +67,12 @@ pub fn new_uid() -> String {
 pub fn generate_name(prefix: &str) -> String {
     const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
     let random = uuid::Uuid::new_v4();
-    let suffix: String =
-        random.as_bytes().iter().take(5).map(|b| char::from(ALPHABET[usize::from(*b) % ALPHABET.len()])).collect();
+    let suffix: String = random
+        .as_bytes()
+        .iter()
+        .take(5)
+        .map(|b| char::from(ALPHABET[usize::from(*b) % ALPHABET.len()]))
+        .collect();
     format!("{prefix}{suffix}")
 }
 

@@ -17,7 +17,10 @@ pub struct GroupResource {
 
 impl GroupResource {
     pub fn new(group: &str, resource: &str) -> Self {
-        Self { group: group.to_owned(), resource: resource.to_owned() }
+        Self {
+            group: group.to_owned(),
+            resource: resource.to_owned(),
+        }
     }
 
     /// The `details` of a `Status` about the object `name` of this resource.
@@ -32,7 +35,11 @@ impl GroupResource {
 
 impl fmt::Display for GroupResource {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.group.is_empty() { f.write_str(&self.resource) } else { write!(f, "{}.{}", self.resource, self.group) }
+        if self.group.is_empty() {
+            f.write_str(&self.resource)
+        } else {
+            write!(f, "{}.{}", self.resource, self.group)
+        }
     }
 }
 
@@ -77,7 +84,11 @@ pub struct ResourceType {
 
 impl ResourceType {
     pub fn api_version(&self) -> String {
-        if self.group.is_empty() { self.version.clone() } else { format!("{}/{}", self.group, self.version) }
+        if self.group.is_empty() {
+            self.version.clone()
+        } else {
+            format!("{}/{}", self.group, self.version)
+        }
     }
 
     pub fn group_resource(&self) -> GroupResource {
@@ -117,17 +128,27 @@ impl Registry {
         if !self.group_order.contains(&resource_type.group) {
             self.group_order.push(resource_type.group.clone());
         }
-        let key = (resource_type.group.clone(), resource_type.version.clone(), resource_type.plural.clone());
+        let key = (
+            resource_type.group.clone(),
+            resource_type.version.clone(),
+            resource_type.plural.clone(),
+        );
         self.types.insert(key, Arc::new(resource_type));
     }
 
     pub fn lookup(&self, group: &str, version: &str, plural: &str) -> Option<Arc<ResourceType>> {
-        self.types.get(&(group.to_owned(), version.to_owned(), plural.to_owned())).cloned()
+        self.types
+            .get(&(group.to_owned(), version.to_owned(), plural.to_owned()))
+            .cloned()
     }
 
     /// All resource types served at `group`/`version`, by plural name.
     pub fn resources_in(&self, group: &str, version: &str) -> Vec<Arc<ResourceType>> {
-        self.types.values().filter(|t| t.group == group && t.version == version).cloned().collect()
+        self.types
+            .values()
+            .filter(|t| t.group == group && t.version == version)
+            .cloned()
+            .collect()
     }
 
     /// Every resource type, at every version.
@@ -141,11 +162,18 @@ impl Registry {
             .iter()
             .filter(|group| !group.is_empty())
             .filter_map(|group| {
-                let mut versions: Vec<String> =
-                    self.types.keys().filter(|(g, _, _)| g == group).map(|(_, v, _)| v.clone()).collect();
+                let mut versions: Vec<String> = self
+                    .types
+                    .keys()
+                    .filter(|(g, _, _)| g == group)
+                    .map(|(_, v, _)| v.clone())
+                    .collect();
                 versions.dedup();
                 versions.sort_by_key(|v| std::cmp::Reverse(version_priority(v)));
-                (!versions.is_empty()).then(|| GroupVersions { group: group.clone(), versions })
+                (!versions.is_empty()).then(|| GroupVersions {
+                    group: group.clone(),
+                    versions,
+                })
             })
             .collect()
     }
@@ -173,9 +201,13 @@ impl Registry {
 
 /// Kubernetes version priority: GA before beta before alpha, higher numbers first, others last.
 pub fn version_priority(version: &str) -> (u8, u32, u32) {
-    let Some(rest) = version.strip_prefix('v') else { return (0, 0, 0) };
+    let Some(rest) = version.strip_prefix('v') else {
+        return (0, 0, 0);
+    };
     let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
-    let Ok(major) = digits.parse::<u32>() else { return (0, 0, 0) };
+    let Ok(major) = digits.parse::<u32>() else {
+        return (0, 0, 0);
+    };
     let tail = &rest[digits.len()..];
     let minor_of = |s: &str| s.parse::<u32>().ok();
     match tail {
@@ -193,13 +225,19 @@ mod tests {
     #[test]
     fn group_resource_display_includes_group_only_when_named() {
         assert_eq!(GroupResource::new("", "services").to_string(), "services");
-        assert_eq!(GroupResource::new("coordination.k8s.io", "leases").to_string(), "leases.coordination.k8s.io");
+        assert_eq!(
+            GroupResource::new("coordination.k8s.io", "leases").to_string(),
+            "leases.coordination.k8s.io"
+        );
     }
 
     #[test]
     fn versions_sort_ga_then_beta_then_alpha() {
         let mut versions = vec!["v1alpha1", "v2beta1", "v1", "v1beta2", "v2", "foo"];
         versions.sort_by_key(|v| std::cmp::Reverse(version_priority(v)));
-        assert_eq!(versions, vec!["v2", "v1", "v2beta1", "v1beta2", "v1alpha1", "foo"]);
+        assert_eq!(
+            versions,
+            vec!["v2", "v1", "v2beta1", "v1beta2", "v1alpha1", "foo"]
+        );
     }
 }

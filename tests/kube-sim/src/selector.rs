@@ -25,7 +25,11 @@ pub struct LabelSelector(Vec<LabelRequirement>);
 impl LabelSelector {
     pub fn parse(text: &str) -> Result<Self, ApiError> {
         let parts = split_top_level(text);
-        let requirements = parts.iter().map(|p| p.trim()).filter(|p| !p.is_empty()).map(parse_requirement);
+        let requirements = parts
+            .iter()
+            .map(|p| p.trim())
+            .filter(|p| !p.is_empty())
+            .map(parse_requirement);
         requirements.collect::<Result<_, _>>().map(Self)
     }
 
@@ -53,11 +57,19 @@ fn split_top_level(text: &str) -> Vec<&str> {
 }
 
 fn parse_requirement(text: &str) -> Result<LabelRequirement, ApiError> {
-    let invalid = || ApiError::bad_request(format!("unable to parse requirement: invalid label selector: {text:?}"));
+    let invalid = || {
+        ApiError::bad_request(format!(
+            "unable to parse requirement: invalid label selector: {text:?}"
+        ))
+    };
     if let Some(key) = text.strip_prefix('!') {
-        return valid_key(key.trim()).map(LabelRequirement::NotExists).ok_or_else(invalid);
+        return valid_key(key.trim())
+            .map(LabelRequirement::NotExists)
+            .ok_or_else(invalid);
     }
-    let key_end = text.find(|c: char| c.is_whitespace() || "=!<>(".contains(c)).unwrap_or(text.len());
+    let key_end = text
+        .find(|c: char| c.is_whitespace() || "=!<>(".contains(c))
+        .unwrap_or(text.len());
     let key = valid_key(&text[..key_end]).ok_or_else(invalid)?;
     let rest = text[key_end..].trim_start();
     let requirement = if rest.is_empty() {
@@ -81,13 +93,19 @@ fn parse_requirement(text: &str) -> Result<LabelRequirement, ApiError> {
 }
 
 fn valid_key(key: &str) -> Option<String> {
-    let ok = !key.is_empty() && key.chars().all(|c| c.is_ascii_alphanumeric() || "-_./".contains(c));
+    let ok = !key.is_empty()
+        && key
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./".contains(c));
     ok.then(|| key.to_owned())
 }
 
 fn valid_value(value: &str) -> Option<String> {
     let value = value.trim();
-    value.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)).then(|| value.to_owned())
+    value
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+        .then(|| value.to_owned())
 }
 
 /// `(a, b, c)` → the values.
@@ -105,8 +123,12 @@ fn requirement_matches(requirement: &LabelRequirement, obj: &Value) -> bool {
         LabelRequirement::NotIn(k, vs) => label(k).is_none_or(|l| vs.iter().all(|v| v != l)),
         LabelRequirement::Exists(k) => label(k).is_some(),
         LabelRequirement::NotExists(k) => label(k).is_none(),
-        LabelRequirement::GreaterThan(k, n) => label(k).and_then(|l| l.parse::<i64>().ok()).is_some_and(|l| l > *n),
-        LabelRequirement::LessThan(k, n) => label(k).and_then(|l| l.parse::<i64>().ok()).is_some_and(|l| l < *n),
+        LabelRequirement::GreaterThan(k, n) => label(k)
+            .and_then(|l| l.parse::<i64>().ok())
+            .is_some_and(|l| l > *n),
+        LabelRequirement::LessThan(k, n) => label(k)
+            .and_then(|l| l.parse::<i64>().ok())
+            .is_some_and(|l| l < *n),
     }
 }
 
@@ -122,15 +144,24 @@ impl FieldSelector {
             } else if let Some((p, v)) = part.split_once("==").or_else(|| part.split_once('=')) {
                 (p, true, v)
             } else {
-                return Err(ApiError::bad_request(format!("invalid field selector: {part:?}")));
+                return Err(ApiError::bad_request(format!(
+                    "invalid field selector: {part:?}"
+                )));
             };
             Ok((path.trim().to_owned(), equal, value.trim().to_owned()))
         };
-        text.split(',').map(str::trim).filter(|p| !p.is_empty()).map(parse_one).collect::<Result<_, _>>().map(Self)
+        text.split(',')
+            .map(str::trim)
+            .filter(|p| !p.is_empty())
+            .map(parse_one)
+            .collect::<Result<_, _>>()
+            .map(Self)
     }
 
     pub fn matches(&self, obj: &Value) -> bool {
-        self.0.iter().all(|(path, equal, value)| (field_text(obj, path) == *value) == *equal)
+        self.0
+            .iter()
+            .all(|(path, equal, value)| (field_text(obj, path) == *value) == *equal)
     }
 }
 
@@ -154,7 +185,9 @@ mod tests {
     }
 
     fn selects(selector: &str, labels: Value) -> bool {
-        LabelSelector::parse(selector).unwrap().matches(&obj(labels))
+        LabelSelector::parse(selector)
+            .unwrap()
+            .matches(&obj(labels))
     }
 
     #[test]
@@ -171,14 +204,23 @@ mod tests {
         assert!(selects("tier in (front, back)", json!({"tier": "back"})));
         assert!(!selects("tier in (front,back)", json!({})));
         assert!(selects("tier notin (front,back)", json!({})));
-        assert!(!selects("tier notin (front,back)", json!({"tier": "front"})));
+        assert!(!selects(
+            "tier notin (front,back)",
+            json!({"tier": "front"})
+        ));
     }
 
     #[test]
     fn existence_requirements_and_conjunctions_combine() {
         assert!(selects("app,!legacy", json!({"app": "x"})));
-        assert!(!selects("app,!legacy", json!({"app": "x", "legacy": "true"})));
-        assert!(selects("app=x,tier in (a,b),!legacy", json!({"app": "x", "tier": "b"})));
+        assert!(!selects(
+            "app,!legacy",
+            json!({"app": "x", "legacy": "true"})
+        ));
+        assert!(selects(
+            "app=x,tier in (a,b),!legacy",
+            json!({"app": "x", "tier": "b"})
+        ));
         assert!(selects("", json!({})));
     }
 
@@ -190,8 +232,13 @@ mod tests {
 
     #[test]
     fn field_selectors_compare_dotted_paths_as_text() {
-        let selector = FieldSelector::parse("metadata.name=web,metadata.namespace!=dev,spec.port=80").unwrap();
+        let selector =
+            FieldSelector::parse("metadata.name=web,metadata.namespace!=dev,spec.port=80").unwrap();
         assert!(selector.matches(&obj(json!({}))));
-        assert!(!FieldSelector::parse("metadata.name=db").unwrap().matches(&obj(json!({}))));
+        assert!(
+            !FieldSelector::parse("metadata.name=db")
+                .unwrap()
+                .matches(&obj(json!({})))
+        );
     }
 }

@@ -58,7 +58,9 @@ async fn serve_connection(stream: TcpStream, router: Router, app: Arc<App>) {
             Ok(response.unwrap_or_else(|never: Infallible| match never {}))
         }
     });
-    let connection = http1::Builder::new().timer(TokioTimer::new()).serve_connection(TokioIo::new(stream), service);
+    let connection = http1::Builder::new()
+        .timer(TokioTimer::new())
+        .serve_connection(TokioIo::new(stream), service);
     if let Err(e) = connection.await {
         tracing::debug!(error = %e, "connection ended");
     }

@@ -19,7 +19,13 @@ pub struct ApiError {
 
 impl ApiError {
     fn new(code: u16, reason: &'static str, message: impl Into<String>) -> Self {
-        Self { code, reason, message: message.into(), details: None, retry_after_seconds: None }
+        Self {
+            code,
+            reason,
+            message: message.into(),
+            details: None,
+            retry_after_seconds: None,
+        }
     }
 
     fn with_details(mut self, details: Value) -> Self {
@@ -28,17 +34,26 @@ impl ApiError {
     }
 
     pub fn not_found(gr: &GroupResource, name: &str) -> Self {
-        Self::new(404, "NotFound", format!("{gr} \"{name}\" not found")).with_details(gr.details(name))
+        Self::new(404, "NotFound", format!("{gr} \"{name}\" not found"))
+            .with_details(gr.details(name))
     }
 
     pub fn already_exists(gr: &GroupResource, name: &str) -> Self {
-        Self::new(409, "AlreadyExists", format!("{gr} \"{name}\" already exists"))
-            .with_details(gr.details(name))
+        Self::new(
+            409,
+            "AlreadyExists",
+            format!("{gr} \"{name}\" already exists"),
+        )
+        .with_details(gr.details(name))
     }
 
     pub fn conflict(gr: &GroupResource, name: &str, why: &str) -> Self {
-        Self::new(409, "Conflict", format!("Operation cannot be fulfilled on {gr} \"{name}\": {why}"))
-            .with_details(gr.details(name))
+        Self::new(
+            409,
+            "Conflict",
+            format!("Operation cannot be fulfilled on {gr} \"{name}\": {why}"),
+        )
+        .with_details(gr.details(name))
     }
 
     pub fn stale_resource_version(gr: &GroupResource, name: &str) -> Self {
@@ -53,7 +68,8 @@ impl ApiError {
     pub fn invalid(kind: &str, name: &str, field: &str, cause_reason: &str, detail: &str) -> Self {
         let message = format!("{kind} \"{name}\" is invalid: {field}: {detail}");
         let cause = json!({"reason": cause_reason, "message": detail, "field": field});
-        Self::new(422, "Invalid", message).with_details(json!({"name": name, "kind": kind, "causes": [cause]}))
+        Self::new(422, "Invalid", message)
+            .with_details(json!({"name": name, "kind": kind, "causes": [cause]}))
     }
 
     pub fn bad_request(message: impl Into<String>) -> Self {
@@ -65,15 +81,30 @@ impl ApiError {
     }
 
     pub fn path_not_found() -> Self {
-        Self::new(404, "NotFound", "the server could not find the requested resource").with_details(json!({}))
+        Self::new(
+            404,
+            "NotFound",
+            "the server could not find the requested resource",
+        )
+        .with_details(json!({}))
     }
 
     pub fn method_not_allowed() -> Self {
-        Self::new(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
+        Self::new(
+            405,
+            "MethodNotAllowed",
+            "the server does not allow this method on the requested resource",
+        )
     }
 
     pub fn unsupported_media_type(content_type: &str) -> Self {
-        Self::new(415, "UnsupportedMediaType", format!("the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json (got {content_type:?})"))
+        Self::new(
+            415,
+            "UnsupportedMediaType",
+            format!(
+                "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json (got {content_type:?})"
+            ),
+        )
     }
 
     pub fn expired(message: impl Into<String>) -> Self {
@@ -88,10 +119,26 @@ impl ApiError {
     pub fn injected(code: u16, retry_after_seconds: u64, gr: &GroupResource, name: &str) -> Self {
         let mut error = match code {
             409 => Self::stale_resource_version(gr, name),
-            429 => Self::new(429, "TooManyRequests", "the server has received too many requests and has asked us to try again later"),
-            500 => Self::new(500, "InternalError", "Internal error occurred: injected by kube-sim"),
-            503 => Self::new(503, "ServiceUnavailable", "the server is currently unable to handle the request"),
-            _ => Self::new(code, reason_for(code), format!("injected failure {code} by kube-sim")),
+            429 => Self::new(
+                429,
+                "TooManyRequests",
+                "the server has received too many requests and has asked us to try again later",
+            ),
+            500 => Self::new(
+                500,
+                "InternalError",
+                "Internal error occurred: injected by kube-sim",
+            ),
+            503 => Self::new(
+                503,
+                "ServiceUnavailable",
+                "the server is currently unable to handle the request",
+            ),
+            _ => Self::new(
+                code,
+                reason_for(code),
+                format!("injected failure {code} by kube-sim"),
+            ),
         };
         if matches!(code, 429 | 503) {
             error.retry_after_seconds = Some(retry_after_seconds);
@@ -142,7 +189,9 @@ impl IntoResponse for ApiError {
         let code = StatusCode::from_u16(self.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         let mut response = (code, axum::Json(self.to_status())).into_response();
         if let Some(seconds) = self.retry_after_seconds {
-            response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
         }
         response
     }
@@ -156,7 +205,10 @@ mod tests {
     fn not_found_names_the_resource_and_group() {
         let gr = GroupResource::new("discovery.k8s.io", "endpointslices");
         let status = ApiError::not_found(&gr, "web-1").to_status();
-        assert_eq!(status["message"], "endpointslices.discovery.k8s.io \"web-1\" not found");
+        assert_eq!(
+            status["message"],
+            "endpointslices.discovery.k8s.io \"web-1\" not found"
+        );
         assert_eq!(status["details"]["group"], "discovery.k8s.io");
         assert_eq!(status["details"]["kind"], "endpointslices");
         assert_eq!(status["code"], 404);

@@ -56,7 +56,12 @@ struct ResourceStore {
 
 impl ResourceStore {
     fn new(floor: u64) -> Self {
-        Self { objects: BTreeMap::new(), history: VecDeque::new(), floor, sender: broadcast::channel(BROADCAST_CAPACITY).0 }
+        Self {
+            objects: BTreeMap::new(),
+            history: VecDeque::new(),
+            floor,
+            sender: broadcast::channel(BROADCAST_CAPACITY).0,
+        }
     }
 }
 
@@ -78,7 +83,12 @@ pub struct Store {
 
 impl Store {
     pub fn new(registry: Registry, history_limit: usize) -> Self {
-        let mut store = Self { registry, resource_version: 0, history_limit: history_limit.max(1), resources: HashMap::new() };
+        let mut store = Self {
+            registry,
+            resource_version: 0,
+            history_limit: history_limit.max(1),
+            resources: HashMap::new(),
+        };
         let served: Vec<GroupResource> = store.registry.all().map(|t| t.group_resource()).collect();
         for resource in served {
             store.ensure_resource(&resource);
@@ -94,12 +104,16 @@ impl Store {
     /// Starts storing `resource` if it is not stored yet.
     pub fn ensure_resource(&mut self, resource: &GroupResource) {
         let floor = self.resource_version;
-        self.resources.entry(resource.clone()).or_insert_with(|| ResourceStore::new(floor));
+        self.resources
+            .entry(resource.clone())
+            .or_insert_with(|| ResourceStore::new(floor));
     }
 
     /// Stops storing `resource`, announcing every object it held as DELETED and ending its watches.
     pub fn drop_resource(&mut self, resource: &GroupResource) {
-        let Some(objects) = self.resources.get(resource).map(|r| r.objects.clone()) else { return };
+        let Some(objects) = self.resources.get(resource).map(|r| r.objects.clone()) else {
+            return;
+        };
         for (namespace, name) in objects.keys() {
             self.remove(resource, namespace, name);
         }
@@ -113,12 +127,19 @@ impl Store {
 
     /// Objects of `resource`, in one namespace or (None) all, ordered by namespace and name.
     pub fn list(&self, resource: &GroupResource, namespace: Option<&str>) -> Vec<Arc<Value>> {
-        let Some(store) = self.resources.get(resource) else { return Vec::new() };
+        let Some(store) = self.resources.get(resource) else {
+            return Vec::new();
+        };
         match namespace {
             None => store.objects.values().cloned().collect(),
             Some(ns) => {
                 let start = (ns.to_owned(), String::new());
-                store.objects.range(start..).take_while(|((n, _), _)| n == ns).map(|(_, o)| o.clone()).collect()
+                store
+                    .objects
+                    .range(start..)
+                    .take_while(|((n, _), _)| n == ns)
+                    .map(|(_, o)| o.clone())
+                    .collect()
             }
         }
     }
@@ -128,18 +149,37 @@ impl Store {
         self.resource_version += 1;
         let rv = self.resource_version;
         object::metadata_mut(&mut obj).insert("resourceVersion".into(), json!(rv.to_string()));
-        let key = (object::namespace(&obj).to_owned(), object::name(&obj).to_owned());
+        let key = (
+            object::namespace(&obj).to_owned(),
+            object::name(&obj).to_owned(),
+        );
         let obj = Arc::new(obj);
-        let Some(store) = self.resources.get_mut(resource) else { return obj };
+        let Some(store) = self.resources.get_mut(resource) else {
+            return obj;
+        };
         let previous = store.objects.insert(key, obj.clone());
-        let event_type = if previous.is_some() { EventType::Modified } else { EventType::Added };
-        let change = Change { resource_version: rv, event_type, object: obj.clone(), previous };
+        let event_type = if previous.is_some() {
+            EventType::Modified
+        } else {
+            EventType::Added
+        };
+        let change = Change {
+            resource_version: rv,
+            event_type,
+            object: obj.clone(),
+            previous,
+        };
         self.record(resource, change);
         obj
     }
 
     /// Removes an object under a new resourceVersion and announces it; returns its last state.
-    pub fn remove(&mut self, resource: &GroupResource, namespace: &str, name: &str) -> Option<Arc<Value>> {
+    pub fn remove(
+        &mut self,
+        resource: &GroupResource,
+        namespace: &str,
+        name: &str,
+    ) -> Option<Arc<Value>> {
         let key = (namespace.to_owned(), name.to_owned());
         let removed = self.resources.get_mut(resource)?.objects.remove(&key)?;
         self.resource_version += 1;
@@ -147,14 +187,21 @@ impl Store {
         let mut last = Arc::unwrap_or_clone(removed);
         object::metadata_mut(&mut last).insert("resourceVersion".into(), json!(rv.to_string()));
         let last = Arc::new(last);
-        let change = Change { resource_version: rv, event_type: EventType::Deleted, object: last.clone(), previous: None };
+        let change = Change {
+            resource_version: rv,
+            event_type: EventType::Deleted,
+            object: last.clone(),
+            previous: None,
+        };
         self.record(resource, change);
         Some(last)
     }
 
     fn record(&mut self, resource: &GroupResource, change: Change) {
         let limit = self.history_limit;
-        let Some(store) = self.resources.get_mut(resource) else { return };
+        let Some(store) = self.resources.get_mut(resource) else {
+            return;
+        };
         let change = Arc::new(change);
         store.history.push_back(change.clone());
         while store.history.len() > limit {
@@ -172,18 +219,34 @@ impl Store {
     }
 
     /// Changes of `resource` after resourceVersion `since`, or TooOld if some were forgotten.
-    pub fn changes_since(&self, resource: &GroupResource, since: u64) -> Result<Vec<Arc<Change>>, TooOld> {
-        let Some(store) = self.resources.get(resource) else { return Ok(Vec::new()) };
+    pub fn changes_since(
+        &self,
+        resource: &GroupResource,
+        since: u64,
+    ) -> Result<Vec<Arc<Change>>, TooOld> {
+        let Some(store) = self.resources.get(resource) else {
+            return Ok(Vec::new());
+        };
         if since < store.floor {
-            return Err(TooOld { requested: since, oldest: store.floor });
+            return Err(TooOld {
+                requested: since,
+                oldest: store.floor,
+            });
         }
-        Ok(store.history.iter().filter(|c| c.resource_version > since).cloned().collect())
+        Ok(store
+            .history
+            .iter()
+            .filter(|c| c.resource_version > since)
+            .cloned()
+            .collect())
     }
 
     /// Every stored object, by resource (`plural` or `plural.group`).
     pub fn dump(&self) -> BTreeMap<String, Vec<Arc<Value>>> {
         let dumped = self.resources.iter().filter(|(_, s)| !s.objects.is_empty());
-        dumped.map(|(resource, s)| (resource.to_string(), s.objects.values().cloned().collect())).collect()
+        dumped
+            .map(|(resource, s)| (resource.to_string(), s.objects.values().cloned().collect()))
+            .collect()
     }
 
     /// Forgets every object and every resource not in `registry`, which replaces the current one.
@@ -233,7 +296,11 @@ mod tests {
         for (ns, name) in [("a", "x"), ("b", "y"), ("ab", "z"), ("a", "w")] {
             store.put(&services(), service(ns, name));
         }
-        let names: Vec<String> = store.list(&services(), Some("a")).iter().map(|o| object::name(o).to_owned()).collect();
+        let names: Vec<String> = store
+            .list(&services(), Some("a"))
+            .iter()
+            .map(|o| object::name(o).to_owned())
+            .collect();
         assert_eq!(names, vec!["w", "x"]);
         assert_eq!(store.list(&services(), None).len(), 4);
     }
@@ -244,8 +311,19 @@ mod tests {
         for name in ["a", "b", "c", "d"] {
             store.put(&services(), service("ns", name));
         }
-        assert_eq!(store.changes_since(&services(), 1).unwrap_err(), TooOld { requested: 1, oldest: 2 });
-        let since_two: Vec<u64> = store.changes_since(&services(), 2).unwrap().iter().map(|c| c.resource_version).collect();
+        assert_eq!(
+            store.changes_since(&services(), 1).unwrap_err(),
+            TooOld {
+                requested: 1,
+                oldest: 2
+            }
+        );
+        let since_two: Vec<u64> = store
+            .changes_since(&services(), 2)
+            .unwrap()
+            .iter()
+            .map(|c| c.resource_version)
+            .collect();
         assert_eq!(since_two, vec![3, 4]);
     }
 }

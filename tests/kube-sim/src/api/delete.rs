@@ -34,7 +34,9 @@ pub fn delete(app: &App, target: &Target, body: &[u8]) -> Result<Response, ApiEr
     let gr = target.rt.group_resource();
     let name = target.name_or_empty();
     let mut store = app.write();
-    let current = store.get(&gr, target.key_namespace(), name).ok_or_else(|| ApiError::not_found(&gr, name))?;
+    let current = store
+        .get(&gr, target.key_namespace(), name)
+        .ok_or_else(|| ApiError::not_found(&gr, name))?;
     check_preconditions(&target.rt, &current, &options)?;
     let response = match delete_locked(&mut store, &target.rt, &current) {
         Deletion::Removed(last) => respond::deleted_response(&target.rt, &last),
@@ -44,15 +46,23 @@ pub fn delete(app: &App, target: &Target, body: &[u8]) -> Result<Response, ApiEr
 }
 
 /// Deletes every object the selectors match; answers with the list of their last states.
-pub fn delete_collection(app: &App, target: &Target, params: &Params, body: &[u8]) -> Result<Response, ApiError> {
+pub fn delete_collection(
+    app: &App,
+    target: &Target,
+    params: &Params,
+    body: &[u8],
+) -> Result<Response, ApiError> {
     delete_options(body)?;
     let (matching, _) = read::matching(app, target, params)?;
     let mut store = app.write();
     let gr = target.rt.group_resource();
     let mut results = Vec::with_capacity(matching.len());
     for obj in matching {
-        let Some(current) = store.get(&gr, object::namespace(&obj), object::name(&obj)) else { continue };
-        let (Deletion::Removed(last) | Deletion::Pending(last)) = delete_locked(&mut store, &target.rt, &current);
+        let Some(current) = store.get(&gr, object::namespace(&obj), object::name(&obj)) else {
+            continue;
+        };
+        let (Deletion::Removed(last) | Deletion::Pending(last)) =
+            delete_locked(&mut store, &target.rt, &current);
         results.push(last);
     }
     let rv = store.resource_version();
@@ -79,15 +89,28 @@ fn delete_options(body: &[u8]) -> Result<Value, ApiError> {
 }
 
 /// `preconditions.uid` and `preconditions.resourceVersion`, when given, must match.
-fn check_preconditions(rt: &ResourceType, current: &Value, options: &Value) -> Result<(), ApiError> {
+fn check_preconditions(
+    rt: &ResourceType,
+    current: &Value,
+    options: &Value,
+) -> Result<(), ApiError> {
     let gr = rt.group_resource();
     let name = object::name(current);
     let preconditions = &options["preconditions"];
-    if let Some(uid) = preconditions["uid"].as_str().filter(|u| *u != object::uid(current)) {
-        let why = format!("Precondition failed: UID in precondition: {uid}, UID in object meta: {}", object::uid(current));
+    if let Some(uid) = preconditions["uid"]
+        .as_str()
+        .filter(|u| *u != object::uid(current))
+    {
+        let why = format!(
+            "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+            object::uid(current)
+        );
         return Err(ApiError::conflict(&gr, name, &why));
     }
-    if let Some(rv) = preconditions["resourceVersion"].as_str().filter(|rv| *rv != object::resource_version(current)) {
+    if let Some(rv) = preconditions["resourceVersion"]
+        .as_str()
+        .filter(|rv| *rv != object::resource_version(current))
+    {
         let why = format!(
             "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
             object::resource_version(current)

@@ -29,13 +29,27 @@ use path::Route;
 use target::{Target, Verb};
 
 /// Serves one Kubernetes API request.
-pub async fn handle(State(app): State<Arc<App>>, method: Method, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
-    let response = serve(&app, &method, &uri, &headers, body).await.unwrap_or_else(IntoResponse::into_response);
+pub async fn handle(
+    State(app): State<Arc<App>>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let response = serve(&app, &method, &uri, &headers, body)
+        .await
+        .unwrap_or_else(IntoResponse::into_response);
     tracing::debug!(%method, %uri, status = response.status().as_u16(), "request");
     response
 }
 
-async fn serve(app: &Arc<App>, method: &Method, uri: &Uri, headers: &HeaderMap, body: Bytes) -> Result<Response, ApiError> {
+async fn serve(
+    app: &Arc<App>,
+    method: &Method,
+    uri: &Uri,
+    headers: &HeaderMap,
+    body: Bytes,
+) -> Result<Response, ApiError> {
     authorize(app, headers)?;
     let params = Params::from_uri(uri)?;
     let route = path::parse(uri.path());
@@ -51,10 +65,18 @@ async fn serve(app: &Arc<App>, method: &Method, uri: &Uri, headers: &HeaderMap, 
 
 /// With `--token`, requests must carry `Authorization: Bearer TOKEN`.
 fn authorize(app: &App, headers: &HeaderMap) -> Result<(), ApiError> {
-    let Some(token) = &app.settings.token else { return Ok(()) };
-    let given = headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
+    let Some(token) = &app.settings.token else {
+        return Ok(());
+    };
+    let given = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok());
     let bearer = given.and_then(|v| v.strip_prefix("Bearer "));
-    if bearer == Some(token.as_str()) { Ok(()) } else { Err(ApiError::unauthorized()) }
+    if bearer == Some(token.as_str()) {
+        Ok(())
+    } else {
+        Err(ApiError::unauthorized())
+    }
 }
 
 /// The discovery, OpenAPI or health document a non-resource route addresses.
@@ -67,7 +89,9 @@ fn document(app: &App, route: Route) -> Result<serde_json::Value, ApiError> {
         Route::CoreVersions => Some(discovery::core_versions(&app.settings.server_address)),
         Route::GroupList => Some(discovery::group_list(registry)),
         Route::Group(group) => discovery::group(registry, &group),
-        Route::ResourceList { group, version } => discovery::resource_list(registry, &group, &version),
+        Route::ResourceList { group, version } => {
+            discovery::resource_list(registry, &group, &version)
+        }
         Route::OpenApiIndex => Some(openapi::index(registry)),
         Route::OpenApiDocument { group, version } => openapi::document(registry, &group, &version),
         Route::Resource(_) | Route::NotFound => None,
@@ -76,9 +100,19 @@ fn document(app: &App, route: Route) -> Result<serde_json::Value, ApiError> {
 }
 
 /// Runs a resource request, unless an injected fault answers it first.
-fn serve_resource(app: &Arc<App>, method: &Method, target: Target, params: &Params, headers: &HeaderMap, body: Bytes) -> Result<Response, ApiError> {
+fn serve_resource(
+    app: &Arc<App>,
+    method: &Method,
+    target: Target,
+    params: &Params,
+    headers: &HeaderMap,
+    body: Bytes,
+) -> Result<Response, ApiError> {
     let verb = target.verb(method, params)?;
-    if let Some(error) = app.faults.injected_error(&target.request_info(verb), target.name_or_empty()) {
+    if let Some(error) = app
+        .faults
+        .injected_error(&target.request_info(verb), target.name_or_empty())
+    {
         tracing::info!(verb = verb.as_str(), resource = %target.rt.group_resource(), code = error.code, "injected fault");
         return Err(error);
     }

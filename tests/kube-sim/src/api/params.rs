@@ -14,7 +14,9 @@ pub struct Params(HashMap<String, String>);
 impl Params {
     pub fn from_uri(uri: &Uri) -> Result<Self, ApiError> {
         let query = axum::extract::Query::<HashMap<String, String>>::try_from_uri(uri);
-        query.map(|q| Self(q.0)).map_err(|e| ApiError::bad_request(format!("invalid query string: {e}")))
+        query
+            .map(|q| Self(q.0))
+            .map_err(|e| ApiError::bad_request(format!("invalid query string: {e}")))
     }
 
     pub fn get(&self, key: &str) -> Option<&str> {
@@ -35,7 +37,11 @@ impl Params {
     }
 
     pub fn timeout_seconds(&self) -> Result<Option<u64>, ApiError> {
-        let Some(text) = self.get("timeoutSeconds") else { return Ok(None) };
-        text.parse().map(Some).map_err(|_| ApiError::bad_request(format!("invalid timeoutSeconds {text:?}")))
+        let Some(text) = self.get("timeoutSeconds") else {
+            return Ok(None);
+        };
+        text.parse()
+            .map(Some)
+            .map_err(|_| ApiError::bad_request(format!("invalid timeoutSeconds {text:?}")))
     }
 }

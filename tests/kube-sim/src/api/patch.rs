@@ -28,7 +28,9 @@ enum PatchKind {
 impl PatchKind {
     fn from_content_type(content_type: &str) -> Result<Self, ApiError> {
         match content_type {
-            "application/merge-patch+json" | "application/strategic-merge-patch+json" => Ok(Self::Merge),
+            "application/merge-patch+json" | "application/strategic-merge-patch+json" => {
+                Ok(Self::Merge)
+            }
             "application/json-patch+json" => Ok(Self::Json),
             "application/apply-patch+yaml" | "application/apply-patch+json" => Ok(Self::Apply),
             other => Err(ApiError::unsupported_media_type(other)),
@@ -36,16 +38,26 @@ impl PatchKind {
     }
 }
 
-pub fn patch(app: &App, target: &Target, params: &Params, headers: &HeaderMap, body: &[u8]) -> Result<Response, ApiError> {
+pub fn patch(
+    app: &App,
+    target: &Target,
+    params: &Params,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Result<Response, ApiError> {
     let (code, stored) = match PatchKind::from_content_type(&body::content_type(headers))? {
         PatchKind::Merge => {
             let patch = merge_patch_body(body)?;
-            let stored = write::update_locked(&mut app.write(), target, |current| Ok(merged(current, &patch)))?;
+            let stored = write::update_locked(&mut app.write(), target, |current| {
+                Ok(merged(current, &patch))
+            })?;
             (StatusCode::OK, stored)
         }
         PatchKind::Json => {
             let operations = json_patch_body(body)?;
-            let stored = write::update_locked(&mut app.write(), target, |current| json_patched(target, current, &operations))?;
+            let stored = write::update_locked(&mut app.write(), target, |current| {
+                json_patched(target, current, &operations)
+            })?;
             (StatusCode::OK, stored)
         }
         PatchKind::Apply => apply(app, target, params, body)?,
@@ -55,11 +67,16 @@ pub fn patch(app: &App, target: &Target, params: &Params, headers: &HeaderMap, b
 
 fn merge_patch_body(body: &[u8]) -> Result<Value, ApiError> {
     let patch = body::decode_json(body)?;
-    if patch.is_object() { Ok(patch) } else { Err(ApiError::bad_request("a merge patch must be a JSON object")) }
+    if patch.is_object() {
+        Ok(patch)
+    } else {
+        Err(ApiError::bad_request("a merge patch must be a JSON object"))
+    }
 }
 
 fn json_patch_body(body: &[u8]) -> Result<json_patch::Patch, ApiError> {
-    serde_json::from_slice(body).map_err(|e| ApiError::bad_request(format!("invalid JSON patch: {e}")))
+    serde_json::from_slice(body)
+        .map_err(|e| ApiError::bad_request(format!("invalid JSON patch: {e}")))
 }
 
 fn merged(current: &Value, patch: &Value) -> Value {
@@ -68,23 +85,42 @@ fn merged(current: &Value, patch: &Value) -> Value {
     doc
 }
 
-fn json_patched(target: &Target, current: &Value, operations: &json_patch::Patch) -> Result<Value, ApiError> {
+fn json_patched(
+    target: &Target,
+    current: &Value,
+    operations: &json_patch::Patch,
+) -> Result<Value, ApiError> {
     let mut doc = current.clone();
     json_patch::patch(&mut doc, operations).map_err(|e| {
         let detail = format!("Invalid value: {}: {e}", json!(operations));
-        ApiError::invalid(&target.rt.kind, object::name(current), "patch", "FieldValueInvalid", &detail)
+        ApiError::invalid(
+            &target.rt.kind,
+            object::name(current),
+            "patch",
+            "FieldValueInvalid",
+            &detail,
+        )
     })?;
     Ok(doc)
 }
 
 /// Server-side apply: 201 with the new object when absent, else 200 with the merged one.
-fn apply(app: &App, target: &Target, params: &Params, body: &[u8]) -> Result<(StatusCode, std::sync::Arc<Value>), ApiError> {
+fn apply(
+    app: &App,
+    target: &Target,
+    params: &Params,
+    body: &[u8],
+) -> Result<(StatusCode, std::sync::Arc<Value>), ApiError> {
     if params.get("fieldManager").is_none_or(str::is_empty) {
-        return Err(ApiError::bad_request("PATCH /apply requires fieldManager to be set"));
+        return Err(ApiError::bad_request(
+            "PATCH /apply requires fieldManager to be set",
+        ));
     }
     let mut applied = body::decode_yaml(body)?;
     if !applied.is_object() {
-        return Err(ApiError::bad_request("an applied configuration must be an object"));
+        return Err(ApiError::bad_request(
+            "an applied configuration must be an object",
+        ));
     }
     let name = target.name_or_empty();
     match object::name(&applied) {
@@ -92,20 +128,28 @@ fn apply(app: &App, target: &Target, params: &Params, body: &[u8]) -> Result<(St
             object::metadata_mut(&mut applied).insert("name".into(), json!(name));
         }
         given if given != name => {
-            let message = format!("the name of the object ({given}) does not match the name on the URL ({name})");
+            let message = format!(
+                "the name of the object ({given}) does not match the name on the URL ({name})"
+            );
             return Err(ApiError::bad_request(message));
         }
         _ => {}
     }
     let mut store = app.write();
-    let exists = store.get(&target.rt.group_resource(), target.key_namespace(), name).is_some();
+    let exists = store
+        .get(&target.rt.group_resource(), target.key_namespace(), name)
+        .is_some();
     if exists {
-        let stored = write::update_locked(&mut store, target, |current| Ok(merged(current, &applied)))?;
+        let stored =
+            write::update_locked(&mut store, target, |current| Ok(merged(current, &applied)))?;
         Ok((StatusCode::OK, stored))
     } else if target.part == Part::Status {
         Err(ApiError::not_found(&target.rt.group_resource(), name))
     } else {
-        Ok((StatusCode::CREATED, write::create_locked(&mut store, target, applied)?))
+        Ok((
+            StatusCode::CREATED,
+            write::create_locked(&mut store, target, applied)?,
+        ))
     }
 }
 
@@ -115,16 +159,31 @@ mod tests {
 
     #[test]
     fn content_types_select_the_patch_format() {
-        assert_eq!(PatchKind::from_content_type("application/strategic-merge-patch+json"), Ok(PatchKind::Merge));
-        assert_eq!(PatchKind::from_content_type("application/json-patch+json"), Ok(PatchKind::Json));
-        assert_eq!(PatchKind::from_content_type("application/apply-patch+yaml"), Ok(PatchKind::Apply));
-        assert_eq!(PatchKind::from_content_type("text/plain").unwrap_err().code, 415);
+        assert_eq!(
+            PatchKind::from_content_type("application/strategic-merge-patch+json"),
+            Ok(PatchKind::Merge)
+        );
+        assert_eq!(
+            PatchKind::from_content_type("application/json-patch+json"),
+            Ok(PatchKind::Json)
+        );
+        assert_eq!(
+            PatchKind::from_content_type("application/apply-patch+yaml"),
+            Ok(PatchKind::Apply)
+        );
+        assert_eq!(
+            PatchKind::from_content_type("text/plain").unwrap_err().code,
+            415
+        );
     }
 
     #[test]
     fn merge_patch_merges_maps_replaces_lists_and_removes_nulls() {
         let current = json!({"spec": {"a": 1, "b": 2, "list": [1, 2]}});
         let patch = json!({"spec": {"b": null, "c": 3, "list": [3]}});
-        assert_eq!(merged(&current, &patch), json!({"spec": {"a": 1, "c": 3, "list": [3]}}));
+        assert_eq!(
+            merged(&current, &patch),
+            json!({"spec": {"a": 1, "c": 3, "list": [3]}})
+        );
     }
 }

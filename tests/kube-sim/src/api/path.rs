@@ -13,11 +13,17 @@ pub enum Route {
     /// `/apis/{group}`
     Group(String),
     /// `/api/v1` or `/apis/{group}/{version}`
-    ResourceList { group: String, version: String },
+    ResourceList {
+        group: String,
+        version: String,
+    },
     /// `/openapi/v3`
     OpenApiIndex,
     /// `/openapi/v3/api/v1` or `/openapi/v3/apis/{group}/{version}`
-    OpenApiDocument { group: String, version: String },
+    OpenApiDocument {
+        group: String,
+        version: String,
+    },
     Resource(ResourcePath),
     NotFound,
 }
@@ -47,30 +53,40 @@ pub fn parse(path: &str) -> Route {
         ["apis", group] => Route::Group((*group).to_owned()),
         ["apis", group, version, rest @ ..] => resource_route(group, version, rest),
         ["openapi", "v3"] => Route::OpenApiIndex,
-        ["openapi", "v3", "api", version] => Route::OpenApiDocument { group: String::new(), version: (*version).to_owned() },
-        ["openapi", "v3", "apis", group, version] => {
-            Route::OpenApiDocument { group: (*group).to_owned(), version: (*version).to_owned() }
-        }
+        ["openapi", "v3", "api", version] => Route::OpenApiDocument {
+            group: String::new(),
+            version: (*version).to_owned(),
+        },
+        ["openapi", "v3", "apis", group, version] => Route::OpenApiDocument {
+            group: (*group).to_owned(),
+            version: (*version).to_owned(),
+        },
         _ => Route::NotFound,
     }
 }
 
 fn resource_route(group: &str, version: &str, rest: &[&str]) -> Route {
-    let at = |namespace: Option<&str>, plural: &str, name: Option<&str>, subresource: Option<&str>| {
-        Route::Resource(ResourcePath {
+    let at =
+        |namespace: Option<&str>, plural: &str, name: Option<&str>, subresource: Option<&str>| {
+            Route::Resource(ResourcePath {
+                group: group.to_owned(),
+                version: version.to_owned(),
+                plural: plural.to_owned(),
+                namespace: namespace.map(str::to_owned),
+                name: name.map(str::to_owned),
+                subresource: subresource.map(str::to_owned),
+            })
+        };
+    match rest {
+        [] => Route::ResourceList {
             group: group.to_owned(),
             version: version.to_owned(),
-            plural: plural.to_owned(),
-            namespace: namespace.map(str::to_owned),
-            name: name.map(str::to_owned),
-            subresource: subresource.map(str::to_owned),
-        })
-    };
-    match rest {
-        [] => Route::ResourceList { group: group.to_owned(), version: version.to_owned() },
+        },
         [plural] => at(None, plural, None, None),
         [plural, name] => at(None, plural, Some(name), None),
-        ["namespaces", ns, sub] if NAMESPACE_SUBRESOURCES.contains(sub) => at(None, "namespaces", Some(ns), Some(sub)),
+        ["namespaces", ns, sub] if NAMESPACE_SUBRESOURCES.contains(sub) => {
+            at(None, "namespaces", Some(ns), Some(sub))
+        }
         ["namespaces", ns, plural] => at(Some(ns), plural, None, None),
         [plural, name, sub] => at(None, plural, Some(name), Some(sub)),
         ["namespaces", ns, plural, name] => at(Some(ns), plural, Some(name), None),
@@ -103,11 +119,24 @@ mod tests {
     #[test]
     fn namespace_paths_are_namespace_objects_unless_followed_by_a_resource() {
         let ns = resource("/api/v1/namespaces/prod");
-        assert_eq!((ns.plural.as_str(), ns.name.as_deref(), ns.namespace), ("namespaces", Some("prod"), None));
+        assert_eq!(
+            (ns.plural.as_str(), ns.name.as_deref(), ns.namespace),
+            ("namespaces", Some("prod"), None)
+        );
         let status = resource("/api/v1/namespaces/prod/status");
-        assert_eq!((status.name.as_deref(), status.subresource.as_deref()), (Some("prod"), Some("status")));
+        assert_eq!(
+            (status.name.as_deref(), status.subresource.as_deref()),
+            (Some("prod"), Some("status"))
+        );
         let services = resource("/api/v1/namespaces/prod/services");
-        assert_eq!((services.plural.as_str(), services.namespace.as_deref(), services.name), ("services", Some("prod"), None));
+        assert_eq!(
+            (
+                services.plural.as_str(),
+                services.namespace.as_deref(),
+                services.name
+            ),
+            ("services", Some("prod"), None)
+        );
     }
 
     #[test]
@@ -115,15 +144,27 @@ mod tests {
         let r = resource("/api/v1/namespaces/default/services/web/status");
         assert_eq!(r.subresource.as_deref(), Some("status"));
         let cluster = resource("/apis/cluster.karmada.io/v1alpha1/clusters/member1/status");
-        assert_eq!((cluster.namespace, cluster.name.as_deref()), (None, Some("member1")));
+        assert_eq!(
+            (cluster.namespace, cluster.name.as_deref()),
+            (None, Some("member1"))
+        );
     }
 
     #[test]
     fn discovery_paths_are_recognised() {
         assert_eq!(parse("/api"), Route::CoreVersions);
         assert_eq!(parse("/apis/"), Route::GroupList);
-        assert_eq!(parse("/api/v1"), Route::ResourceList { group: String::new(), version: "v1".into() });
-        assert_eq!(parse("/apis/coordination.k8s.io"), Route::Group("coordination.k8s.io".into()));
+        assert_eq!(
+            parse("/api/v1"),
+            Route::ResourceList {
+                group: String::new(),
+                version: "v1".into()
+            }
+        );
+        assert_eq!(
+            parse("/apis/coordination.k8s.io"),
+            Route::Group("coordination.k8s.io".into())
+        );
         assert_eq!(parse("/openapi/v2"), Route::NotFound);
     }
 }

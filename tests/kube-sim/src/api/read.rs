@@ -15,7 +15,9 @@ use crate::status::ApiError;
 
 pub fn get(app: &App, target: &Target, headers: &HeaderMap) -> Result<Response, ApiError> {
     let name = target.name_or_empty();
-    let found = app.read().get(&target.rt.group_resource(), target.key_namespace(), name);
+    let found = app
+        .read()
+        .get(&target.rt.group_resource(), target.key_namespace(), name);
     let obj = found.ok_or_else(|| ApiError::not_found(&target.rt.group_resource(), name))?;
     if table::wanted(headers) {
         let doc = table::table(&[obj], None, true, &Params::default());
@@ -25,7 +27,12 @@ pub fn get(app: &App, target: &Target, headers: &HeaderMap) -> Result<Response, 
 }
 
 /// `limit` and `continue` are ignored: every matching object comes in one page.
-pub fn list(app: &App, target: &Target, params: &Params, headers: &HeaderMap) -> Result<Response, ApiError> {
+pub fn list(
+    app: &App,
+    target: &Target,
+    params: &Params,
+    headers: &HeaderMap,
+) -> Result<Response, ApiError> {
     let (items, rv) = matching(app, target, params)?;
     if table::wanted(headers) {
         let doc = table::table(&items, Some(rv), true, params);
@@ -35,13 +42,23 @@ pub fn list(app: &App, target: &Target, params: &Params, headers: &HeaderMap) ->
 }
 
 /// The objects of the target collection the request's selectors match, and the current resourceVersion.
-pub fn matching(app: &App, target: &Target, params: &Params) -> Result<(Vec<Arc<Value>>, u64), ApiError> {
+pub fn matching(
+    app: &App,
+    target: &Target,
+    params: &Params,
+) -> Result<(Vec<Arc<Value>>, u64), ApiError> {
     let labels = params.label_selector()?;
     let fields = params.field_selector()?;
     let (all, rv) = {
         let store = app.read();
-        (store.list(&target.rt.group_resource(), target.namespace.as_deref()), store.resource_version())
+        (
+            store.list(&target.rt.group_resource(), target.namespace.as_deref()),
+            store.resource_version(),
+        )
     };
-    let items = all.into_iter().filter(|o| labels.matches(o) && fields.matches(o)).collect();
+    let items = all
+        .into_iter()
+        .filter(|o| labels.matches(o) && fields.matches(o))
+        .collect();
     Ok((items, rv))
 }

@@ -28,7 +28,9 @@ pub fn present<'a>(rt: &ResourceType, obj: &'a Value) -> Cow<'a, Value> {
 pub fn json_response(code: StatusCode, body: &impl Serialize) -> Response {
     match serde_json::to_vec(body) {
         Ok(bytes) => (code, [(header::CONTENT_TYPE, "application/json")], bytes).into_response(),
-        Err(e) => crate::status::ApiError::internal(format!("encoding response: {e}")).into_response(),
+        Err(e) => {
+            crate::status::ApiError::internal(format!("encoding response: {e}")).into_response()
+        }
     }
 }
 

@@ -10,15 +10,35 @@ use super::params::Params;
 
 /// Whether the client asked for a Table.
 pub fn wanted(headers: &HeaderMap) -> bool {
-    let accept = headers.get_all(header::ACCEPT).iter().filter_map(|v| v.to_str().ok());
-    accept.flat_map(|v| v.split(',')).any(|media| media.split(';').any(|p| p.trim() == "as=Table"))
+    let accept = headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok());
+    accept
+        .flat_map(|v| v.split(','))
+        .any(|media| media.split(';').any(|p| p.trim() == "as=Table"))
 }
 
 /// A Table of `objects`; `with_columns` false omits the column definitions (later watch events).
-pub fn table(objects: &[Arc<Value>], resource_version: Option<u64>, with_columns: bool, params: &Params) -> Value {
-    let columns = if with_columns { column_definitions() } else { json!([]) };
-    let rows: Vec<Value> = objects.iter().map(|o| row(o, params.get("includeObject"))).collect();
-    let metadata = resource_version.map_or_else(|| json!({}), |rv| json!({"resourceVersion": rv.to_string()}));
+pub fn table(
+    objects: &[Arc<Value>],
+    resource_version: Option<u64>,
+    with_columns: bool,
+    params: &Params,
+) -> Value {
+    let columns = if with_columns {
+        column_definitions()
+    } else {
+        json!([])
+    };
+    let rows: Vec<Value> = objects
+        .iter()
+        .map(|o| row(o, params.get("includeObject")))
+        .collect();
+    let metadata = resource_version.map_or_else(
+        || json!({}),
+        |rv| json!({"resourceVersion": rv.to_string()}),
+    );
     json!({"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": metadata, "columnDefinitions": columns, "rows": rows})
 }
 
@@ -30,8 +50,13 @@ fn column_definitions() -> Value {
 }
 
 fn row(obj: &Value, include: Option<&str>) -> Value {
-    let created = obj["metadata"]["creationTimestamp"].as_str().and_then(|t| t.parse::<jiff::Timestamp>().ok());
-    let age = created.map_or_else(|| "<unknown>".to_owned(), |t| human_age(jiff::Timestamp::now().duration_since(t).as_secs()));
+    let created = obj["metadata"]["creationTimestamp"]
+        .as_str()
+        .and_then(|t| t.parse::<jiff::Timestamp>().ok());
+    let age = created.map_or_else(
+        || "<unknown>".to_owned(),
+        |t| human_age(jiff::Timestamp::now().duration_since(t).as_secs()),
+    );
     let cells = json!([obj["metadata"]["name"], age]);
     match include {
         Some("None") => json!({"cells": cells}),
@@ -86,7 +111,9 @@ mod tests {
 
     #[test]
     fn rows_carry_partial_metadata_by_default() {
-        let obj = Arc::new(json!({"metadata": {"name": "web", "creationTimestamp": "2024-01-01T00:00:00Z"}}));
+        let obj = Arc::new(
+            json!({"metadata": {"name": "web", "creationTimestamp": "2024-01-01T00:00:00Z"}}),
+        );
         let table = table(&[obj], Some(3), true, &Params::default());
         assert_eq!(table["rows"][0]["cells"][0], "web");
         assert_eq!(table["rows"][0]["object"]["kind"], "PartialObjectMetadata");

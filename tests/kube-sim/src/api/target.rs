@@ -57,7 +57,9 @@ pub struct Target {
 
 impl Target {
     pub fn resolve(registry: &Registry, path: ResourcePath) -> Result<Self, ApiError> {
-        let rt = registry.lookup(&path.group, &path.version, &path.plural).ok_or_else(ApiError::path_not_found)?;
+        let rt = registry
+            .lookup(&path.group, &path.version, &path.plural)
+            .ok_or_else(ApiError::path_not_found)?;
         let scope_ok = match (rt.namespaced, &path.namespace) {
             (true, None) => path.name.is_none(),
             (true, Some(_)) => true,
@@ -71,7 +73,12 @@ impl Target {
         if !scope_ok {
             return Err(ApiError::path_not_found());
         }
-        Ok(Self { rt, namespace: path.namespace, name: path.name, part })
+        Ok(Self {
+            rt,
+            namespace: path.namespace,
+            name: path.name,
+            part,
+        })
     }
 
     /// The verb of a request with `method` to this target, or 405 if none applies.
@@ -81,15 +88,22 @@ impl Target {
             Method::GET if named => Verb::Get,
             Method::GET if params.flag("watch") => Verb::Watch,
             Method::GET => Verb::List,
-            Method::POST if !named && (self.namespace.is_some() || !self.rt.namespaced) => Verb::Create,
+            Method::POST if !named && (self.namespace.is_some() || !self.rt.namespaced) => {
+                Verb::Create
+            }
             Method::PUT if named => Verb::Update,
             Method::PATCH if named => Verb::Patch,
             Method::DELETE if named => Verb::Delete,
             Method::DELETE => Verb::DeleteCollection,
             _ => return Err(ApiError::method_not_allowed()),
         };
-        let status_ok = self.part == Part::Main || matches!(verb, Verb::Get | Verb::Update | Verb::Patch);
-        if status_ok { Ok(verb) } else { Err(ApiError::method_not_allowed()) }
+        let status_ok =
+            self.part == Part::Main || matches!(verb, Verb::Get | Verb::Update | Verb::Patch);
+        if status_ok {
+            Ok(verb)
+        } else {
+            Err(ApiError::method_not_allowed())
+        }
     }
 
     pub fn request_info(&self, verb: Verb) -> RequestInfo<'_> {

@@ -45,7 +45,11 @@ struct Filter {
 
 impl Filter {
     fn matches(&self, obj: &Value) -> bool {
-        let namespace_ok = self.target.namespace.as_deref().is_none_or(|ns| object::namespace(obj) == ns);
+        let namespace_ok = self
+            .target
+            .namespace
+            .as_deref()
+            .is_none_or(|ns| object::namespace(obj) == ns);
         namespace_ok && self.labels.matches(obj) && self.fields.matches(obj)
     }
 
@@ -71,11 +75,19 @@ impl Filter {
 /// Where a watch starts.
 enum Opening {
     /// ADDED for each current object, then changes after `rv`.
-    Snapshot { objects: Vec<Arc<Value>>, rv: u64 },
+    Snapshot {
+        objects: Vec<Arc<Value>>,
+        rv: u64,
+    },
     /// Changes after `rv` only.
-    FromNow { rv: u64 },
+    FromNow {
+        rv: u64,
+    },
     /// Replayed changes after the requested resourceVersion, then live ones.
-    Resume { since: u64, changes: Vec<Arc<Change>> },
+    Resume {
+        since: u64,
+        changes: Vec<Arc<Change>>,
+    },
     TooOld(TooOld),
 }
 
@@ -87,7 +99,12 @@ struct Options {
     initial_events_end: bool,
 }
 
-pub fn watch(app: &Arc<App>, target: &Target, params: &Params, headers: &HeaderMap) -> Result<Response, ApiError> {
+pub fn watch(
+    app: &Arc<App>,
+    target: &Target,
+    params: &Params,
+    headers: &HeaderMap,
+) -> Result<Response, ApiError> {
     let filter = Filter {
         target: target.clone(),
         labels: params.label_selector()?,
@@ -99,7 +116,9 @@ pub fn watch(app: &Arc<App>, target: &Target, params: &Params, headers: &HeaderM
     let options = Options {
         bookmarks: params.flag("allowWatchBookmarks"),
         bookmark_interval: app.settings.bookmark_interval,
-        timeout: params.timeout_seconds()?.map_or(DEFAULT_TIMEOUT, Duration::from_secs),
+        timeout: params
+            .timeout_seconds()?
+            .map_or(DEFAULT_TIMEOUT, Duration::from_secs),
         initial_events_end: send_initial == Some(true),
     };
     let since = start_version(params.get("resourceVersion"))?;
@@ -108,8 +127,13 @@ pub fn watch(app: &Arc<App>, target: &Target, params: &Params, headers: &HeaderM
         let store = app.read();
         let receiver = store.subscribe(&gr).ok_or_else(ApiError::path_not_found)?;
         let opening = match (send_initial, since) {
-            (Some(true), _) | (None, None) => Opening::Snapshot { objects: store.list(&gr, filter.target.namespace.as_deref()), rv: store.resource_version() },
-            (Some(false), None) => Opening::FromNow { rv: store.resource_version() },
+            (Some(true), _) | (None, None) => Opening::Snapshot {
+                objects: store.list(&gr, filter.target.namespace.as_deref()),
+                rv: store.resource_version(),
+            },
+            (Some(false), None) => Opening::FromNow {
+                rv: store.resource_version(),
+            },
             (_, Some(since)) => match store.changes_since(&gr, since) {
                 Ok(changes) => Opening::Resume { since, changes },
                 Err(too_old) => Opening::TooOld(too_old),
@@ -118,17 +142,36 @@ pub fn watch(app: &Arc<App>, target: &Target, params: &Params, headers: &HeaderM
         (receiver, opening)
     };
     let (sender, chunks) = mpsc::channel::<Chunk>(BUFFERED_EVENTS);
-    let stream = WatchStream { app: app.clone(), filter, options, receiver, ends: app.network.watch_ends(), sender, last_rv: 0, first: true };
+    let stream = WatchStream {
+        app: app.clone(),
+        filter,
+        options,
+        receiver,
+        ends: app.network.watch_ends(),
+        sender,
+        last_rv: 0,
+        first: true,
+    };
     tokio::spawn(stream.run(opening));
-    let body = Body::from_stream(futures::stream::unfold(chunks, |mut chunks| async move { chunks.recv().await.map(|c| (c, chunks)) }));
-    Ok((StatusCode::OK, [(header::CONTENT_TYPE, "application/json")], body).into_response())
+    let body = Body::from_stream(futures::stream::unfold(chunks, |mut chunks| async move {
+        chunks.recv().await.map(|c| (c, chunks))
+    }));
+    Ok((
+        StatusCode::OK,
+        [(header::CONTENT_TYPE, "application/json")],
+        body,
+    )
+        .into_response())
 }
 
 /// The resourceVersion to resume after: None for "", "0" or absent (start from a snapshot).
 fn start_version(rv: Option<&str>) -> Result<Option<u64>, ApiError> {
     match rv {
         None | Some("" | "0") => Ok(None),
-        Some(text) => text.parse().map(Some).map_err(|_| ApiError::bad_request(format!("invalid resource version: {text:?}"))),
+        Some(text) => text
+            .parse()
+            .map(Some)
+            .map_err(|_| ApiError::bad_request(format!("invalid resource version: {text:?}"))),
     }
 }
 
@@ -166,13 +209,17 @@ impl WatchStream {
         match opening {
             Opening::Snapshot { objects, rv } => {
                 self.last_rv = rv;
-                let visible: Vec<Arc<Value>> = objects.into_iter().filter(|o| self.filter.matches(o)).collect();
+                let visible: Vec<Arc<Value>> = objects
+                    .into_iter()
+                    .filter(|o| self.filter.matches(o))
+                    .collect();
                 for obj in &visible {
                     if !self.send_object(EventType::Added, obj).await {
                         return false;
                     }
                 }
-                !(self.options.initial_events_end && self.options.bookmarks) || self.send_bookmark(rv, true).await
+                !(self.options.initial_events_end && self.options.bookmarks)
+                    || self.send_bookmark(rv, true).await
             }
             Opening::FromNow { rv } => {
                 self.last_rv = rv;
@@ -188,8 +235,12 @@ impl WatchStream {
                 true
             }
             Opening::TooOld(too_old) => {
-                let message = format!("too old resource version: {} ({})", too_old.requested, too_old.oldest);
-                let line = json!({"type": "ERROR", "object": ApiError::expired(message).to_status()});
+                let message = format!(
+                    "too old resource version: {} ({})",
+                    too_old.requested, too_old.oldest
+                );
+                let line =
+                    json!({"type": "ERROR", "object": ApiError::expired(message).to_status()});
                 let _ = self.send_line(&line).await;
                 false
             }
@@ -200,7 +251,10 @@ impl WatchStream {
     async fn follow(&mut self) {
         let deadline = tokio::time::sleep(self.options.timeout);
         tokio::pin!(deadline);
-        let interval = self.options.bookmark_interval.max(Duration::from_millis(10));
+        let interval = self
+            .options
+            .bookmark_interval
+            .max(Duration::from_millis(10));
         let mut ticker = tokio::time::interval_at(Instant::now() + interval, interval);
         loop {
             let going = tokio::select! {
@@ -262,21 +316,33 @@ impl WatchStream {
             metadata["annotations"] = json!({"k8s.io/initial-events-end": "true"});
         }
         let object = json!({"kind": rt.kind, "apiVersion": rt.api_version(), "metadata": metadata});
-        self.send_line(&json!({"type": "BOOKMARK", "object": object})).await
+        self.send_line(&json!({"type": "BOOKMARK", "object": object}))
+            .await
     }
 
     async fn send_object(&mut self, event_type: EventType, obj: &Arc<Value>) -> bool {
         let object = if self.filter.table {
-            Cow::Owned(table::table(std::slice::from_ref(obj), None, self.first, &self.filter.params))
+            Cow::Owned(table::table(
+                std::slice::from_ref(obj),
+                None,
+                self.first,
+                &self.filter.params,
+            ))
         } else {
             respond::present(&self.filter.target.rt, obj)
         };
         self.first = false;
-        self.send_line(&Event { event_type: event_type.as_str(), object }).await
+        self.send_line(&Event {
+            event_type: event_type.as_str(),
+            object,
+        })
+        .await
     }
 
     async fn send_line(&mut self, event: &impl Serialize) -> bool {
-        let Ok(mut line) = serde_json::to_vec(event) else { return false };
+        let Ok(mut line) = serde_json::to_vec(event) else {
+            return false;
+        };
         line.push(b'\n');
         self.sender.send(Ok(Bytes::from(line))).await.is_ok()
     }

@@ -19,24 +19,49 @@ use crate::registry::{ResourceType, Special};
 use crate::status::ApiError;
 use crate::store::Store;
 
-pub fn create(app: &App, target: &Target, headers: &HeaderMap, body: &[u8]) -> Result<Response, ApiError> {
+pub fn create(
+    app: &App,
+    target: &Target,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Result<Response, ApiError> {
     let obj = body::decode_object(headers, body)?;
     let stored = create_locked(&mut app.write(), target, obj)?;
-    Ok(respond::object_response(StatusCode::CREATED, &target.rt, &stored))
+    Ok(respond::object_response(
+        StatusCode::CREATED,
+        &target.rt,
+        &stored,
+    ))
 }
 
-pub fn update(app: &App, target: &Target, headers: &HeaderMap, body: &[u8]) -> Result<Response, ApiError> {
+pub fn update(
+    app: &App,
+    target: &Target,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Result<Response, ApiError> {
     let candidate = body::decode_object(headers, body)?;
     let stored = update_locked(&mut app.write(), target, |_| Ok(candidate))?;
-    Ok(respond::object_response(StatusCode::OK, &target.rt, &stored))
+    Ok(respond::object_response(
+        StatusCode::OK,
+        &target.rt,
+        &stored,
+    ))
 }
 
 /// Creates `obj` in the target collection (the store lock is held by the caller).
-pub fn create_locked(store: &mut Store, target: &Target, obj: Value) -> Result<Arc<Value>, ApiError> {
+pub fn create_locked(
+    store: &mut Store,
+    target: &Target,
+    obj: Value,
+) -> Result<Arc<Value>, ApiError> {
     let rt = &target.rt;
     let obj = lifecycle::prepare_create(rt, target.namespace.as_deref(), obj, &object::now())?;
     let gr = rt.group_resource();
-    if store.get(&gr, target.key_namespace(), object::name(&obj)).is_some() {
+    if store
+        .get(&gr, target.key_namespace(), object::name(&obj))
+        .is_some()
+    {
         return Err(ApiError::already_exists(&gr, object::name(&obj)));
     }
     let stored = store.put(&gr, obj);
@@ -53,15 +78,23 @@ pub fn update_locked(
 ) -> Result<Arc<Value>, ApiError> {
     let gr = target.rt.group_resource();
     let name = target.name_or_empty();
-    let current = store.get(&gr, target.key_namespace(), name).ok_or_else(|| ApiError::not_found(&gr, name))?;
+    let current = store
+        .get(&gr, target.key_namespace(), name)
+        .ok_or_else(|| ApiError::not_found(&gr, name))?;
     let candidate = make_candidate(&current)?;
-    let result = lifecycle::merge_update(&target.rt, &current, candidate, target.part, &object::now())?;
+    let result =
+        lifecycle::merge_update(&target.rt, &current, candidate, target.part, &object::now())?;
     Ok(commit(store, &target.rt, &current, result))
 }
 
 /// Stores `result` over `current`: nothing when unchanged, removal when a deletion's last
 /// finalizer is gone, else a modification.
-pub fn commit(store: &mut Store, rt: &ResourceType, current: &Arc<Value>, result: Value) -> Arc<Value> {
+pub fn commit(
+    store: &mut Store,
+    rt: &ResourceType,
+    current: &Arc<Value>,
+    result: Value,
+) -> Arc<Value> {
     if result == **current {
         return current.clone();
     }
@@ -102,6 +135,10 @@ fn sync_served_types(store: &mut Store, rt: &ResourceType, obj: &Value, removed:
     for served in &types {
         store.ensure_resource(&served.group_resource());
     }
-    tracing::info!(crd = name, versions = types.len(), "serving custom resource");
+    tracing::info!(
+        crd = name,
+        versions = types.len(),
+        "serving custom resource"
+    );
     store.registry.define(name, types);
 }

@@ -2,7 +2,10 @@
 //! objects behave like built-in ones (status subresource, scope).
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{
+    Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, Patch,
+    PatchParams, PostParams,
+};
 use kube::discovery::{Discovery, Scope};
 use serde_json::{Value, json};
 
@@ -30,7 +33,12 @@ fn crd(group: &str, plural: &str, kind: &str, scope: &str) -> CustomResourceDefi
 }
 
 fn mcs_crd() -> CustomResourceDefinition {
-    crd("networking.karmada.io", "multiclusterservices", "MultiClusterService", "Namespaced")
+    crd(
+        "networking.karmada.io",
+        "multiclusterservices",
+        "MultiClusterService",
+        "Namespaced",
+    )
 }
 
 fn mcs_resource() -> ApiResource {
@@ -44,9 +52,14 @@ fn mcs(name: &str) -> DynamicObject {
     obj
 }
 
-async fn create_crd(client: &kube::Client, crd: &CustomResourceDefinition) -> CustomResourceDefinition {
+async fn create_crd(
+    client: &kube::Client,
+    crd: &CustomResourceDefinition,
+) -> CustomResourceDefinition {
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
-    crds.create(&PostParams::default(), crd).await.expect("CRD created")
+    crds.create(&PostParams::default(), crd)
+        .await
+        .expect("CRD created")
 }
 
 #[tokio::test]
@@ -55,23 +68,47 @@ async fn created_crds_are_established_and_serve_their_resource() {
     let client = sim.client().await;
     let created = create_crd(&client, &mcs_crd()).await;
     let conditions = created.status.unwrap().conditions.unwrap();
-    assert!(conditions.iter().any(|c| c.type_ == "Established" && c.status == "True"), "{conditions:?}");
+    assert!(
+        conditions
+            .iter()
+            .any(|c| c.type_ == "Established" && c.status == "True"),
+        "{conditions:?}"
+    );
     let objects: Api<DynamicObject> = Api::namespaced_with(client, "default", &mcs_resource());
-    let stored = objects.create(&PostParams::default(), &mcs("web")).await.unwrap();
+    let stored = objects
+        .create(&PostParams::default(), &mcs("web"))
+        .await
+        .unwrap();
     assert_eq!(stored.metadata.generation, Some(1));
-    assert_eq!(stored.types.as_ref().unwrap().api_version, "networking.karmada.io/v1alpha1");
+    assert_eq!(
+        stored.types.as_ref().unwrap().api_version,
+        "networking.karmada.io/v1alpha1"
+    );
     let fetched = objects.get("web").await.unwrap();
     assert_eq!(fetched.data["spec"]["types"], json!(["CrossCluster"]));
     let listed = objects.list(&ListParams::default()).await.unwrap();
     assert_eq!(listed.items.len(), 1);
     let status = json!({"status": {"conditions": [{"type": "Ready", "status": "True"}]}});
-    let with_status = objects.patch_status("web", &PatchParams::default(), &Patch::Merge(&status)).await.unwrap();
+    let with_status = objects
+        .patch_status("web", &PatchParams::default(), &Patch::Merge(&status))
+        .await
+        .unwrap();
     assert_eq!(with_status.data["status"]["conditions"][0]["type"], "Ready");
-    assert_eq!(with_status.metadata.generation, Some(1), "status writes keep the generation");
+    assert_eq!(
+        with_status.metadata.generation,
+        Some(1),
+        "status writes keep the generation"
+    );
     let spec = json!({"spec": {"types": ["LoadBalancer"]}, "status": {"ignored": true}});
-    let respecced = objects.patch("web", &PatchParams::default(), &Patch::Merge(&spec)).await.unwrap();
+    let respecced = objects
+        .patch("web", &PatchParams::default(), &Patch::Merge(&spec))
+        .await
+        .unwrap();
     assert_eq!(respecced.metadata.generation, Some(2));
-    assert_eq!(respecced.data["status"]["conditions"][0]["type"], "Ready", "main writes keep the status");
+    assert_eq!(
+        respecced.data["status"]["conditions"][0]["type"], "Ready",
+        "main writes keep the status"
+    );
 }
 
 #[tokio::test]
@@ -82,10 +119,19 @@ async fn discovery_finds_custom_resources() {
     let discovery = Discovery::new(client).run().await.expect("discovery runs");
     assert!(discovery.has_group("discovery.k8s.io"));
     let gvk = GroupVersionKind::gvk("networking.karmada.io", "v1alpha1", "MultiClusterService");
-    let (resource, capabilities) = discovery.resolve_gvk(&gvk).expect("the CRD's kind is discovered");
+    let (resource, capabilities) = discovery
+        .resolve_gvk(&gvk)
+        .expect("the CRD's kind is discovered");
     assert_eq!(resource.plural, "multiclusterservices");
     assert_eq!(capabilities.scope, Scope::Namespaced);
-    assert!(capabilities.subresources.iter().any(|(sub, _)| sub.plural == "status"), "{:?}", capabilities.subresources);
+    assert!(
+        capabilities
+            .subresources
+            .iter()
+            .any(|(sub, _)| sub.plural == "status"),
+        "{:?}",
+        capabilities.subresources
+    );
     let slices = GroupVersionKind::gvk("discovery.k8s.io", "v1", "EndpointSlice");
     assert!(discovery.resolve_gvk(&slices).is_some());
 }
@@ -94,18 +140,30 @@ async fn discovery_finds_custom_resources() {
 async fn cluster_scoped_custom_resources_have_no_namespace() {
     let sim = Sim::start().await;
     let client = sim.client().await;
-    create_crd(&client, &crd("cluster.karmada.io", "clusters", "Cluster", "Cluster")).await;
+    create_crd(
+        &client,
+        &crd("cluster.karmada.io", "clusters", "Cluster", "Cluster"),
+    )
+    .await;
     let gvk = GroupVersionKind::gvk("cluster.karmada.io", "v1alpha1", "Cluster");
     let resource = ApiResource::from_gvk_with_plural(&gvk, "clusters");
     let clusters: Api<DynamicObject> = Api::all_with(client, &resource);
     let mut member = DynamicObject::new("member1", &resource);
     member.data = json!({"spec": {"apiEndpoint": "https://member1"}});
-    let created = clusters.create(&PostParams::default(), &member).await.unwrap();
+    let created = clusters
+        .create(&PostParams::default(), &member)
+        .await
+        .unwrap();
     assert_eq!(created.metadata.namespace, None);
-    let namespaced = sim.get("/apis/cluster.karmada.io/v1alpha1/namespaces/default/clusters").await;
+    let namespaced = sim
+        .get("/apis/cluster.karmada.io/v1alpha1/namespaces/default/clusters")
+        .await;
     assert_eq!(namespaced.status, 404);
     let status = json!({"status": {"conditions": [{"type": "Ready", "status": "True"}]}});
-    clusters.patch_status("member1", &PatchParams::default(), &Patch::Merge(&status)).await.unwrap();
+    clusters
+        .patch_status("member1", &PatchParams::default(), &Patch::Merge(&status))
+        .await
+        .unwrap();
 }
 
 #[tokio::test]
@@ -113,14 +171,29 @@ async fn deleting_a_crd_stops_serving_its_resource() {
     let sim = Sim::start().await;
     let client = sim.client().await;
     create_crd(&client, &mcs_crd()).await;
-    let objects: Api<DynamicObject> = Api::namespaced_with(client.clone(), "default", &mcs_resource());
-    objects.create(&PostParams::default(), &mcs("web")).await.unwrap();
+    let objects: Api<DynamicObject> =
+        Api::namespaced_with(client.clone(), "default", &mcs_resource());
+    objects
+        .create(&PostParams::default(), &mcs("web"))
+        .await
+        .unwrap();
     let crds: Api<CustomResourceDefinition> = Api::all(client);
-    crds.delete("multiclusterservices.networking.karmada.io", &DeleteParams::default()).await.unwrap();
+    crds.delete(
+        "multiclusterservices.networking.karmada.io",
+        &DeleteParams::default(),
+    )
+    .await
+    .unwrap();
     let status = api_error(objects.list(&ListParams::default()).await);
     assert_eq!(status.code, 404);
     let groups: Value = sim.get("/apis").await.json();
-    assert!(groups["groups"].as_array().unwrap().iter().all(|g| g["name"] != "networking.karmada.io"));
+    assert!(
+        groups["groups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|g| g["name"] != "networking.karmada.io")
+    );
 }
 
 #[tokio::test]

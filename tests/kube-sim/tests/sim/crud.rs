@@ -34,7 +34,13 @@ fn endpoint_slice(name: &str, service: &str) -> EndpointSlice {
 async fn created_objects_get_server_metadata_and_can_be_read_back() {
     let sim = Sim::start().await;
     let services: Api<Service> = Api::namespaced(sim.client().await, "default");
-    let created = services.create(&PostParams::default(), &service("web", json!({"app": "web"}))).await.unwrap();
+    let created = services
+        .create(
+            &PostParams::default(),
+            &service("web", json!({"app": "web"})),
+        )
+        .await
+        .unwrap();
     let meta = &created.metadata;
     assert_eq!(meta.namespace.as_deref(), Some("default"));
     assert_eq!(meta.uid.as_ref().map(String::len), Some(36));
@@ -50,9 +56,19 @@ async fn created_objects_get_server_metadata_and_can_be_read_back() {
 async fn create_with_existing_name_is_already_exists() {
     let sim = Sim::start().await;
     let services: Api<Service> = Api::namespaced(sim.client().await, "default");
-    services.create(&PostParams::default(), &service("web", json!({}))).await.unwrap();
-    let status = api_error(services.create(&PostParams::default(), &service("web", json!({}))).await);
-    assert_eq!((status.code, status.reason.as_str()), (409, "AlreadyExists"));
+    services
+        .create(&PostParams::default(), &service("web", json!({})))
+        .await
+        .unwrap();
+    let status = api_error(
+        services
+            .create(&PostParams::default(), &service("web", json!({})))
+            .await,
+    );
+    assert_eq!(
+        (status.code, status.reason.as_str()),
+        (409, "AlreadyExists")
+    );
     assert_eq!(status.message, "services \"web\" already exists");
 }
 
@@ -89,10 +105,16 @@ async fn list_filters_by_label_and_field_selectors() {
         ("api", json!({"app": "api", "tier": "back"})),
         ("db", json!({"app": "db"})),
     ] {
-        services.create(&PostParams::default(), &service(name, labels)).await.unwrap();
+        services
+            .create(&PostParams::default(), &service(name, labels))
+            .await
+            .unwrap();
     }
     let names = |list: kube::core::ObjectList<Service>| -> Vec<String> {
-        list.items.into_iter().map(|s| s.metadata.name.unwrap()).collect()
+        list.items
+            .into_iter()
+            .map(|s| s.metadata.name.unwrap())
+            .collect()
     };
     let cases = [
         ("app=web", vec!["web"]),
@@ -105,13 +127,26 @@ async fn list_filters_by_label_and_field_selectors() {
         ("app,tier=back", vec!["api"]),
     ];
     for (selector, expected) in cases {
-        let listed = services.list(&ListParams::default().labels(selector)).await.unwrap();
+        let listed = services
+            .list(&ListParams::default().labels(selector))
+            .await
+            .unwrap();
         assert_eq!(names(listed), expected, "selector {selector}");
     }
-    let by_name = services.list(&ListParams::default().fields("metadata.name=db")).await.unwrap();
+    let by_name = services
+        .list(&ListParams::default().fields("metadata.name=db"))
+        .await
+        .unwrap();
     assert_eq!(names(by_name), vec!["db"]);
-    let paged = services.list(&ListParams::default().limit(1)).await.unwrap();
-    assert_eq!(paged.items.len(), 3, "limit is ignored: one page holds everything");
+    let paged = services
+        .list(&ListParams::default().limit(1))
+        .await
+        .unwrap();
+    assert_eq!(
+        paged.items.len(),
+        3,
+        "limit is ignored: one page holds everything"
+    );
     assert!(paged.metadata.resource_version.is_some());
 }
 
@@ -121,11 +156,21 @@ async fn list_across_all_namespaces_returns_every_namespace() {
     let client = sim.client().await;
     for ns in ["east", "west"] {
         let slices: Api<EndpointSlice> = Api::namespaced(client.clone(), ns);
-        slices.create(&PostParams::default(), &endpoint_slice("web-1", "web")).await.unwrap();
+        slices
+            .create(&PostParams::default(), &endpoint_slice("web-1", "web"))
+            .await
+            .unwrap();
     }
     let all: Api<EndpointSlice> = Api::all(client);
-    let listed = all.list(&ListParams::default().labels("kubernetes.io/service-name=web")).await.unwrap();
-    let namespaces: Vec<String> = listed.items.iter().map(|s| s.metadata.namespace.clone().unwrap()).collect();
+    let listed = all
+        .list(&ListParams::default().labels("kubernetes.io/service-name=web"))
+        .await
+        .unwrap();
+    let namespaces: Vec<String> = listed
+        .items
+        .iter()
+        .map(|s| s.metadata.namespace.clone().unwrap())
+        .collect();
     assert_eq!(namespaces, vec!["east", "west"]);
 }
 
@@ -133,12 +178,25 @@ async fn list_across_all_namespaces_returns_every_namespace() {
 async fn update_with_stale_resource_version_is_conflict() {
     let sim = Sim::start().await;
     let services: Api<Service> = Api::namespaced(sim.client().await, "default");
-    let created = services.create(&PostParams::default(), &service("web", json!({}))).await.unwrap();
+    let created = services
+        .create(&PostParams::default(), &service("web", json!({})))
+        .await
+        .unwrap();
     let mut fresh = created.clone();
     fresh.metadata.labels = Some([("v".to_owned(), "2".to_owned())].into());
-    let replaced = services.replace("web", &PostParams::default(), &fresh).await.unwrap();
-    assert_ne!(replaced.metadata.resource_version, created.metadata.resource_version);
-    let status = api_error(services.replace("web", &PostParams::default(), &created).await);
+    let replaced = services
+        .replace("web", &PostParams::default(), &fresh)
+        .await
+        .unwrap();
+    assert_ne!(
+        replaced.metadata.resource_version,
+        created.metadata.resource_version
+    );
+    let status = api_error(
+        services
+            .replace("web", &PostParams::default(), &created)
+            .await,
+    );
     assert_eq!((status.code, status.reason.as_str()), (409, "Conflict"));
     assert_eq!(
         status.message,
@@ -150,10 +208,24 @@ async fn update_with_stale_resource_version_is_conflict() {
 async fn update_without_resource_version_is_unconditional_and_missing_objects_are_not_found() {
     let sim = Sim::start().await;
     let services: Api<Service> = Api::namespaced(sim.client().await, "default");
-    services.create(&PostParams::default(), &service("web", json!({}))).await.unwrap();
-    let replaced = services.replace("web", &PostParams::default(), &service("web", json!({"v": "2"}))).await.unwrap();
+    services
+        .create(&PostParams::default(), &service("web", json!({})))
+        .await
+        .unwrap();
+    let replaced = services
+        .replace(
+            "web",
+            &PostParams::default(),
+            &service("web", json!({"v": "2"})),
+        )
+        .await
+        .unwrap();
     assert_eq!(replaced.metadata.labels.unwrap()["v"], "2");
-    let status = api_error(services.replace("gone", &PostParams::default(), &service("gone", json!({}))).await);
+    let status = api_error(
+        services
+            .replace("gone", &PostParams::default(), &service("gone", json!({})))
+            .await,
+    );
     assert_eq!(status.code, 404);
 }
 
@@ -161,23 +233,51 @@ async fn update_without_resource_version_is_unconditional_and_missing_objects_ar
 async fn merge_and_json_patches_change_the_object() {
     let sim = Sim::start().await;
     let services: Api<Service> = Api::namespaced(sim.client().await, "default");
-    services.create(&PostParams::default(), &service("web", json!({"app": "web", "old": "x"}))).await.unwrap();
+    services
+        .create(
+            &PostParams::default(),
+            &service("web", json!({"app": "web", "old": "x"})),
+        )
+        .await
+        .unwrap();
     let merge = json!({"metadata": {"labels": {"old": null, "new": "y"}}, "spec": {"ports": [{"port": 81}]}});
-    let merged = services.patch("web", &PatchParams::default(), &Patch::Merge(&merge)).await.unwrap();
+    let merged = services
+        .patch("web", &PatchParams::default(), &Patch::Merge(&merge))
+        .await
+        .unwrap();
     let labels = merged.metadata.labels.clone().unwrap();
-    assert_eq!((labels.get("old"), labels.get("new").map(String::as_str)), (None, Some("y")));
-    assert_eq!(merged.spec.as_ref().unwrap().ports.as_ref().unwrap()[0].port, 81);
+    assert_eq!(
+        (labels.get("old"), labels.get("new").map(String::as_str)),
+        (None, Some("y"))
+    );
+    assert_eq!(
+        merged.spec.as_ref().unwrap().ports.as_ref().unwrap()[0].port,
+        81
+    );
     let operations: json_patch::Patch = serde_json::from_value(json!([
         {"op": "test", "path": "/metadata/labels/new", "value": "y"},
         {"op": "replace", "path": "/metadata/labels/new", "value": "z"},
         {"op": "add", "path": "/metadata/annotations", "value": {"a": "b"}},
     ]))
     .unwrap();
-    let patched = services.patch("web", &PatchParams::default(), &Patch::Json::<()>(operations)).await.unwrap();
+    let patched = services
+        .patch(
+            "web",
+            &PatchParams::default(),
+            &Patch::Json::<()>(operations),
+        )
+        .await
+        .unwrap();
     assert_eq!(patched.metadata.labels.unwrap()["new"], "z");
     assert_eq!(patched.metadata.annotations.unwrap()["a"], "b");
-    let failing: json_patch::Patch = serde_json::from_value(json!([{"op": "test", "path": "/metadata/name", "value": "other"}])).unwrap();
-    let status = api_error(services.patch("web", &PatchParams::default(), &Patch::Json::<()>(failing)).await);
+    let failing: json_patch::Patch =
+        serde_json::from_value(json!([{"op": "test", "path": "/metadata/name", "value": "other"}]))
+            .unwrap();
+    let status = api_error(
+        services
+            .patch("web", &PatchParams::default(), &Patch::Json::<()>(failing))
+            .await,
+    );
     assert_eq!(status.code, 422);
 }
 
@@ -185,9 +285,16 @@ async fn merge_and_json_patches_change_the_object() {
 async fn merge_patch_with_stale_resource_version_is_conflict() {
     let sim = Sim::start().await;
     let services: Api<Service> = Api::namespaced(sim.client().await, "default");
-    services.create(&PostParams::default(), &service("web", json!({}))).await.unwrap();
+    services
+        .create(&PostParams::default(), &service("web", json!({})))
+        .await
+        .unwrap();
     let stale = json!({"metadata": {"resourceVersion": "1", "labels": {"a": "b"}}});
-    let status = api_error(services.patch("web", &PatchParams::default(), &Patch::Merge(&stale)).await);
+    let status = api_error(
+        services
+            .patch("web", &PatchParams::default(), &Patch::Merge(&stale))
+            .await,
+    );
     assert_eq!((status.code, status.reason.as_str()), (409, "Conflict"));
 }
 
@@ -196,7 +303,14 @@ async fn server_side_apply_creates_then_merges_into_the_live_object() {
     let sim = Sim::start().await;
     let slices: Api<EndpointSlice> = Api::namespaced(sim.client().await, "default");
     let params = PatchParams::apply("mgr").force();
-    let applied = slices.patch("web-1", &params, &Patch::Apply(endpoint_slice("web-1", "web"))).await.unwrap();
+    let applied = slices
+        .patch(
+            "web-1",
+            &params,
+            &Patch::Apply(endpoint_slice("web-1", "web")),
+        )
+        .await
+        .unwrap();
     assert_eq!(applied.metadata.generation, Some(1));
     let update = json!({
         "apiVersion": "discovery.k8s.io/v1",
@@ -205,28 +319,56 @@ async fn server_side_apply_creates_then_merges_into_the_live_object() {
         "addressType": "IPv4",
         "endpoints": [{"addresses": ["10.0.0.2"]}],
     });
-    let merged = slices.patch("web-1", &params, &Patch::Apply(&update)).await.unwrap();
+    let merged = slices
+        .patch("web-1", &params, &Patch::Apply(&update))
+        .await
+        .unwrap();
     let labels = merged.metadata.labels.clone().unwrap();
-    assert_eq!(labels["kubernetes.io/service-name"], "web", "maps are merged");
+    assert_eq!(
+        labels["kubernetes.io/service-name"], "web",
+        "maps are merged"
+    );
     assert_eq!(labels["extra"], "yes");
     let endpoints = merged.endpoints.clone().unwrap_or_default();
     assert_eq!(endpoints.len(), 1, "lists are replaced");
     assert_eq!(endpoints[0].addresses, vec!["10.0.0.2"]);
-    assert_eq!(merged.ports.as_ref().map(Vec::len), Some(1), "fields not applied are kept");
+    assert_eq!(
+        merged.ports.as_ref().map(Vec::len),
+        Some(1),
+        "fields not applied are kept"
+    );
     assert_eq!(merged.metadata.generation, Some(2));
-    let again = slices.patch("web-1", &params, &Patch::Apply(&update)).await.unwrap();
-    assert_eq!(again.metadata.resource_version, merged.metadata.resource_version, "a no-op apply writes nothing");
+    let again = slices
+        .patch("web-1", &params, &Patch::Apply(&update))
+        .await
+        .unwrap();
+    assert_eq!(
+        again.metadata.resource_version, merged.metadata.resource_version,
+        "a no-op apply writes nothing"
+    );
 }
 
 #[tokio::test]
 async fn apply_without_field_manager_is_a_bad_request() {
     let sim = Sim::start().await;
-    let body = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}}).to_string();
+    let body =
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}}).to_string();
     let path = "/api/v1/namespaces/default/configmaps/c";
-    let reply = sim.request("PATCH", path, "application/apply-patch+yaml", &body).await.unwrap();
+    let reply = sim
+        .request("PATCH", path, "application/apply-patch+yaml", &body)
+        .await
+        .unwrap();
     assert_eq!(reply.status, 400);
     assert_eq!(reply.json()["reason"], "BadRequest");
-    let reply = sim.request("PATCH", &format!("{path}?fieldManager=me"), "application/apply-patch+yaml", "apiVersion: v1\nkind: ConfigMap\ndata: {k: v}\n").await.unwrap();
+    let reply = sim
+        .request(
+            "PATCH",
+            &format!("{path}?fieldManager=me"),
+            "application/apply-patch+yaml",
+            "apiVersion: v1\nkind: ConfigMap\ndata: {k: v}\n",
+        )
+        .await
+        .unwrap();
     assert_eq!(reply.status, 201, "YAML apply creates: {}", reply.body);
     assert_eq!(reply.json()["data"]["k"], "v");
 }
@@ -235,15 +377,27 @@ async fn apply_without_field_manager_is_a_bad_request() {
 async fn generation_bumps_only_when_the_spec_changes() {
     let sim = Sim::start().await;
     let services: Api<Service> = Api::namespaced(sim.client().await, "default");
-    services.create(&PostParams::default(), &service("web", json!({}))).await.unwrap();
+    services
+        .create(&PostParams::default(), &service("web", json!({})))
+        .await
+        .unwrap();
     let relabel = json!({"metadata": {"labels": {"a": "b"}}});
-    let relabelled = services.patch("web", &PatchParams::default(), &Patch::Merge(&relabel)).await.unwrap();
+    let relabelled = services
+        .patch("web", &PatchParams::default(), &Patch::Merge(&relabel))
+        .await
+        .unwrap();
     assert_eq!(relabelled.metadata.generation, Some(1));
     let status = json!({"status": {"loadBalancer": {"ingress": [{"ip": "1.2.3.4"}]}}});
-    let with_status = services.patch_status("web", &PatchParams::default(), &Patch::Merge(&status)).await.unwrap();
+    let with_status = services
+        .patch_status("web", &PatchParams::default(), &Patch::Merge(&status))
+        .await
+        .unwrap();
     assert_eq!(with_status.metadata.generation, Some(1));
     let spec = json!({"spec": {"ports": [{"port": 8080}]}});
-    let respecced = services.patch("web", &PatchParams::default(), &Patch::Merge(&spec)).await.unwrap();
+    let respecced = services
+        .patch("web", &PatchParams::default(), &Patch::Merge(&spec))
+        .await
+        .unwrap();
     assert_eq!(respecced.metadata.generation, Some(2));
 }
 
@@ -252,22 +406,57 @@ async fn status_subresource_writes_touch_only_status() {
     let sim = Sim::start().await;
     let services: Api<Service> = Api::namespaced(sim.client().await, "default");
     let mut with_status = service("web", json!({}));
-    with_status.status = Some(serde_json::from_value(json!({"loadBalancer": {"ingress": [{"ip": "9.9.9.9"}]}})).unwrap());
-    let created = services.create(&PostParams::default(), &with_status).await.unwrap();
+    with_status.status = Some(
+        serde_json::from_value(json!({"loadBalancer": {"ingress": [{"ip": "9.9.9.9"}]}})).unwrap(),
+    );
+    let created = services
+        .create(&PostParams::default(), &with_status)
+        .await
+        .unwrap();
     assert!(created.status.is_none(), "status is dropped on create");
     let patch = json!({"spec": {"ports": [{"port": 1}]}, "status": {"loadBalancer": {"ingress": [{"ip": "1.1.1.1"}]}}});
-    let patched = services.patch_status("web", &PatchParams::default(), &Patch::Merge(&patch)).await.unwrap();
-    assert_eq!(patched.spec.as_ref().unwrap().ports.as_ref().unwrap()[0].port, 80, "spec untouched");
-    let ip = |s: &Service| s.status.clone().unwrap().load_balancer.unwrap().ingress.unwrap()[0].ip.clone().unwrap();
+    let patched = services
+        .patch_status("web", &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .unwrap();
+    assert_eq!(
+        patched.spec.as_ref().unwrap().ports.as_ref().unwrap()[0].port,
+        80,
+        "spec untouched"
+    );
+    let ip = |s: &Service| {
+        s.status
+            .clone()
+            .unwrap()
+            .load_balancer
+            .unwrap()
+            .ingress
+            .unwrap()[0]
+            .ip
+            .clone()
+            .unwrap()
+    };
     assert_eq!(ip(&patched), "1.1.1.1");
     let mut replacement = patched.clone();
-    replacement.status = Some(serde_json::from_value(json!({"loadBalancer": {"ingress": [{"ip": "2.2.2.2"}]}})).unwrap());
-    let replaced = services.replace_status("web", &PostParams::default(), &replacement).await.unwrap();
+    replacement.status = Some(
+        serde_json::from_value(json!({"loadBalancer": {"ingress": [{"ip": "2.2.2.2"}]}})).unwrap(),
+    );
+    let replaced = services
+        .replace_status("web", &PostParams::default(), &replacement)
+        .await
+        .unwrap();
     assert_eq!(ip(&replaced), "2.2.2.2");
     let mut main_update = replaced.clone();
     main_update.status = Some(serde_json::from_value(json!({"loadBalancer": {}})).unwrap());
-    let updated = services.replace("web", &PostParams::default(), &main_update).await.unwrap();
-    assert_eq!(ip(&updated), "2.2.2.2", "main-resource updates ignore status");
+    let updated = services
+        .replace("web", &PostParams::default(), &main_update)
+        .await
+        .unwrap();
+    assert_eq!(
+        ip(&updated),
+        "2.2.2.2",
+        "main-resource updates ignore status"
+    );
     assert_eq!(ip(&services.get_status("web").await.unwrap()), "2.2.2.2");
 }
 
@@ -277,23 +466,53 @@ async fn delete_with_finalizers_waits_until_they_are_removed() {
     let services: Api<Service> = Api::namespaced(sim.client().await, "default");
     let mut guarded = service("web", json!({}));
     guarded.metadata.finalizers = Some(vec!["example.com/cleanup".to_owned()]);
-    services.create(&PostParams::default(), &guarded).await.unwrap();
-    let pending = services.delete("web", &DeleteParams::default()).await.unwrap();
-    let marked = pending.left().expect("deletion is pending while finalizers remain");
+    services
+        .create(&PostParams::default(), &guarded)
+        .await
+        .unwrap();
+    let pending = services
+        .delete("web", &DeleteParams::default())
+        .await
+        .unwrap();
+    let marked = pending
+        .left()
+        .expect("deletion is pending while finalizers remain");
     assert!(marked.metadata.deletion_timestamp.is_some());
-    assert!(services.get("web").await.unwrap().metadata.deletion_timestamp.is_some());
+    assert!(
+        services
+            .get("web")
+            .await
+            .unwrap()
+            .metadata
+            .deletion_timestamp
+            .is_some()
+    );
     let release = json!({"metadata": {"finalizers": null}});
-    services.patch("web", &PatchParams::default(), &Patch::Merge(&release)).await.unwrap();
-    assert!(services.get_opt("web").await.unwrap().is_none(), "removed once finalizers are gone");
+    services
+        .patch("web", &PatchParams::default(), &Patch::Merge(&release))
+        .await
+        .unwrap();
+    assert!(
+        services.get_opt("web").await.unwrap().is_none(),
+        "removed once finalizers are gone"
+    );
 }
 
 #[tokio::test]
 async fn delete_without_finalizers_removes_at_once_and_missing_objects_are_not_found() {
     let sim = Sim::start().await;
     let services: Api<Service> = Api::namespaced(sim.client().await, "default");
-    services.create(&PostParams::default(), &service("web", json!({}))).await.unwrap();
-    let deleted = services.delete("web", &DeleteParams::default()).await.unwrap();
-    let status = deleted.right().expect("immediate deletion answers with a Status");
+    services
+        .create(&PostParams::default(), &service("web", json!({})))
+        .await
+        .unwrap();
+    let deleted = services
+        .delete("web", &DeleteParams::default())
+        .await
+        .unwrap();
+    let status = deleted
+        .right()
+        .expect("immediate deletion answers with a Status");
     assert_eq!(status.details.unwrap().name, "web");
     assert!(services.get_opt("web").await.unwrap().is_none());
     let status = api_error(services.delete("web", &DeleteParams::default()).await);
@@ -305,17 +524,33 @@ async fn leases_and_namespaces_round_trip() {
     let sim = Sim::start().await;
     let client = sim.client().await;
     let namespaces: Api<Namespace> = Api::all(client.clone());
-    let listed: Vec<String> = namespaces.list(&ListParams::default()).await.unwrap().items.into_iter().map(|n| n.metadata.name.unwrap()).collect();
-    assert!(listed.contains(&"default".to_owned()) && listed.contains(&"kube-system".to_owned()), "{listed:?}");
+    let listed: Vec<String> = namespaces
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .map(|n| n.metadata.name.unwrap())
+        .collect();
+    assert!(
+        listed.contains(&"default".to_owned()) && listed.contains(&"kube-system".to_owned()),
+        "{listed:?}"
+    );
     let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": "prod"}})).unwrap();
-    let created = namespaces.create(&PostParams::default(), &ns).await.unwrap();
+    let created = namespaces
+        .create(&PostParams::default(), &ns)
+        .await
+        .unwrap();
     assert_eq!(created.status.unwrap().phase.as_deref(), Some("Active"));
     let leases: Api<Lease> = Api::namespaced(client, "prod");
     let lease: Lease = serde_json::from_value(json!({"metadata": {"name": "leader"}, "spec": {"holderIdentity": "a", "leaseDurationSeconds": 15}})).unwrap();
     leases.create(&PostParams::default(), &lease).await.unwrap();
     let mut taken = leases.get("leader").await.unwrap();
     taken.spec.as_mut().unwrap().holder_identity = Some("b".to_owned());
-    let replaced = leases.replace("leader", &PostParams::default(), &taken).await.unwrap();
+    let replaced = leases
+        .replace("leader", &PostParams::default(), &taken)
+        .await
+        .unwrap();
     assert_eq!(replaced.spec.unwrap().holder_identity.as_deref(), Some("b"));
     assert_eq!(replaced.metadata.generation, Some(2));
 }
@@ -324,8 +559,17 @@ async fn leases_and_namespaces_round_trip() {
 async fn unchanged_updates_keep_the_resource_version() {
     let sim = Sim::start().await;
     let services: Api<Service> = Api::namespaced(sim.client().await, "default");
-    let created = services.create(&PostParams::default(), &service("web", json!({"a": "b"}))).await.unwrap();
+    let created = services
+        .create(&PostParams::default(), &service("web", json!({"a": "b"})))
+        .await
+        .unwrap();
     let same = json!({"metadata": {"labels": {"a": "b"}}});
-    let patched = services.patch("web", &PatchParams::default(), &Patch::Merge(&same)).await.unwrap();
-    assert_eq!(patched.metadata.resource_version, created.metadata.resource_version);
+    let patched = services
+        .patch("web", &PatchParams::default(), &Patch::Merge(&same))
+        .await
+        .unwrap();
+    assert_eq!(
+        patched.metadata.resource_version,
+        created.metadata.resource_version
+    );
 }

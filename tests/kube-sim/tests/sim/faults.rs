@@ -15,20 +15,34 @@ fn config_map(name: &str) -> ConfigMap {
 async fn sim_with_config_map() -> (Sim, Api<ConfigMap>) {
     let sim = Sim::start().await;
     let maps: Api<ConfigMap> = Api::namespaced(sim.client().await, "default");
-    maps.create(&PostParams::default(), &config_map("c")).await.unwrap();
+    maps.create(&PostParams::default(), &config_map("c"))
+        .await
+        .unwrap();
     (sim, maps)
 }
 
 #[tokio::test]
 async fn injected_statuses_fail_count_requests_then_service_resumes() {
     let (sim, maps) = sim_with_config_map().await;
-    for (code, reason) in [(409, "Conflict"), (429, "TooManyRequests"), (500, "InternalError"), (503, "ServiceUnavailable")] {
-        sim.admin("/_sim/faults", json!({"status": code, "count": 2})).await;
+    for (code, reason) in [
+        (409, "Conflict"),
+        (429, "TooManyRequests"),
+        (500, "InternalError"),
+        (503, "ServiceUnavailable"),
+    ] {
+        sim.admin("/_sim/faults", json!({"status": code, "count": 2}))
+            .await;
         for attempt in 0..2 {
             let status = api_error(maps.get("c").await);
-            assert_eq!((status.code, status.reason.as_str()), (code, reason), "attempt {attempt}");
+            assert_eq!(
+                (status.code, status.reason.as_str()),
+                (code, reason),
+                "attempt {attempt}"
+            );
         }
-        maps.get("c").await.unwrap_or_else(|e| panic!("served again after {code}: {e}"));
+        maps.get("c")
+            .await
+            .unwrap_or_else(|e| panic!("served again after {code}: {e}"));
     }
 }
 
@@ -36,7 +50,11 @@ async fn injected_statuses_fail_count_requests_then_service_resumes() {
 async fn throttling_answers_carry_retry_after() {
     let (sim, _maps) = sim_with_config_map().await;
     for (code, retry_after) in [(429, Some("3")), (503, Some("3")), (500, None)] {
-        sim.admin("/_sim/faults", json!({"status": code, "count": 1, "retryAfterSeconds": 3})).await;
+        sim.admin(
+            "/_sim/faults",
+            json!({"status": code, "count": 1, "retryAfterSeconds": 3}),
+        )
+        .await;
         let reply = sim.get("/api/v1/namespaces/default/configmaps/c").await;
         assert_eq!(reply.status, code);
         assert_eq!(reply.header("retry-after"), retry_after, "status {code}");
@@ -47,14 +65,26 @@ async fn throttling_answers_carry_retry_after() {
 #[tokio::test]
 async fn faults_apply_only_to_their_verbs_and_resource() {
     let (sim, maps) = sim_with_config_map().await;
-    sim.admin("/_sim/faults", json!({"status": 500, "count": 1, "verbs": ["create"], "resource": "endpointslices"})).await;
+    sim.admin(
+        "/_sim/faults",
+        json!({"status": 500, "count": 1, "verbs": ["create"], "resource": "endpointslices"}),
+    )
+    .await;
     maps.get("c").await.unwrap();
-    maps.create(&PostParams::default(), &config_map("d")).await.unwrap();
+    maps.create(&PostParams::default(), &config_map("d"))
+        .await
+        .unwrap();
     let slice = json!({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice", "metadata": {"name": "s"}, "addressType": "IPv4", "endpoints": []});
     let path = "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices";
-    let failed = sim.request("POST", path, "application/json", &slice.to_string()).await.unwrap();
+    let failed = sim
+        .request("POST", path, "application/json", &slice.to_string())
+        .await
+        .unwrap();
     assert_eq!(failed.status, 500);
-    let created = sim.request("POST", path, "application/json", &slice.to_string()).await.unwrap();
+    let created = sim
+        .request("POST", path, "application/json", &slice.to_string())
+        .await
+        .unwrap();
     assert_eq!(created.status, 201);
     let pending = sim.get("/_sim/faults").await.json();
     assert_eq!(pending["faults"], json!([]));
@@ -63,8 +93,20 @@ async fn faults_apply_only_to_their_verbs_and_resource() {
 #[tokio::test]
 async fn invalid_faults_are_refused() {
     let sim = Sim::start().await;
-    for body in [json!({"status": 200}), json!({"status": 500, "verbs": ["explode"]}), json!({"count": 1})] {
-        let reply = sim.request("POST", "/_sim/faults", "application/json", &body.to_string()).await.unwrap();
+    for body in [
+        json!({"status": 200}),
+        json!({"status": 500, "verbs": ["explode"]}),
+        json!({"count": 1}),
+    ] {
+        let reply = sim
+            .request(
+                "POST",
+                "/_sim/faults",
+                "application/json",
+                &body.to_string(),
+            )
+            .await
+            .unwrap();
         assert_eq!(reply.status, 400, "{body}");
     }
 }
@@ -75,9 +117,19 @@ async fn a_retrying_client_rides_out_throttling() {
     let mut config = sim.config().await;
     config.default_retry = true;
     let maps: Api<ConfigMap> = Api::namespaced(kube::Client::try_from(config).unwrap(), "default");
-    sim.admin("/_sim/faults", json!({"status": 429, "count": 2, "retryAfterSeconds": 1})).await;
-    maps.get("c").await.expect("kube's default retry policy honours Retry-After");
-    assert_eq!(sim.get("/_sim/faults").await.json()["faults"], json!([]), "both faults were hit");
+    sim.admin(
+        "/_sim/faults",
+        json!({"status": 429, "count": 2, "retryAfterSeconds": 1}),
+    )
+    .await;
+    maps.get("c")
+        .await
+        .expect("kube's default retry policy honours Retry-After");
+    assert_eq!(
+        sim.get("/_sim/faults").await.json()["faults"],
+        json!([]),
+        "both faults were hit"
+    );
 }
 
 #[tokio::test]
@@ -85,11 +137,20 @@ async fn an_unreachable_server_closes_connections_until_switched_back() {
     let (sim, maps) = sim_with_config_map().await;
     let state = sim.admin("/_sim/unreachable", json!({"on": true})).await;
     assert_eq!(state["unreachable"], true);
-    let refused = sim.request("GET", "/api/v1/namespaces/default/configmaps/c", "application/json", "").await;
+    let refused = sim
+        .request(
+            "GET",
+            "/api/v1/namespaces/default/configmaps/c",
+            "application/json",
+            "",
+        )
+        .await;
     let error = refused.expect_err("no response while unreachable");
     assert_eq!(error.kind(), std::io::ErrorKind::UnexpectedEof);
     match maps.get("c").await {
-        Err(kube::Error::Api(status)) => panic!("expected a connection failure, got an answer: {status:?}"),
+        Err(kube::Error::Api(status)) => {
+            panic!("expected a connection failure, got an answer: {status:?}")
+        }
         Err(_) => {}
         Ok(_) => panic!("expected a connection failure, got the object"),
     }
@@ -102,7 +163,10 @@ async fn a_timed_outage_ends_by_itself() {
     let (sim, maps) = sim_with_config_map().await;
     sim.admin("/_sim/unreachable", json!({"seconds": 1})).await;
     assert!(maps.get("c").await.is_err());
-    eventually("the outage to end", || async { maps.get("c").await.is_ok() }).await;
+    eventually("the outage to end", || async {
+        maps.get("c").await.is_ok()
+    })
+    .await;
 }
 
 #[tokio::test]
@@ -119,9 +183,17 @@ async fn going_unreachable_cuts_open_watches_and_dropping_ends_them_cleanly() {
         };
         sim.wait_for_open_watches(1).await;
         sim.admin(admin_path, body).await;
-        let reply = tokio::time::timeout(Duration::from_secs(10), watching).await.expect("the watch ends").unwrap().unwrap();
+        let reply = tokio::time::timeout(Duration::from_secs(10), watching)
+            .await
+            .expect("the watch ends")
+            .unwrap()
+            .unwrap();
         assert_eq!(reply.status, 200);
-        assert_eq!(reply.events()[0]["object"]["metadata"]["name"], "c", "the initial event arrived");
+        assert_eq!(
+            reply.events()[0]["object"]["metadata"]["name"],
+            "c",
+            "the initial event arrived"
+        );
         assert_eq!(reply.complete, clean, "after {admin_path}");
         sim.admin("/_sim/unreachable", json!({"on": false})).await;
     }
@@ -130,10 +202,20 @@ async fn going_unreachable_cuts_open_watches_and_dropping_ends_them_cleanly() {
 #[tokio::test]
 async fn a_configured_token_is_required() {
     let strict = Sim::start_with(&["--token", "someone-else"]).await;
-    let status = api_error(Api::<ConfigMap>::namespaced(strict.client().await, "default").get("c").await);
+    let status = api_error(
+        Api::<ConfigMap>::namespaced(strict.client().await, "default")
+            .get("c")
+            .await,
+    );
     assert_eq!((status.code, status.reason.as_str()), (401, "Unauthorized"));
-    assert_eq!(strict.get("/_sim/state").await.status, 200, "the admin API needs no token");
+    assert_eq!(
+        strict.get("/_sim/state").await.status,
+        200,
+        "the admin API needs no token"
+    );
     let matching = Sim::start_with(&["--token", crate::support::TOKEN]).await;
     let maps: Api<ConfigMap> = Api::namespaced(matching.client().await, "default");
-    maps.create(&PostParams::default(), &config_map("c")).await.expect("the right token is accepted");
+    maps.create(&PostParams::default(), &config_map("c"))
+        .await
+        .expect("the right token is accepted");
 }

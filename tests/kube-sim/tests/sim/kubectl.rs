@@ -23,7 +23,8 @@ struct Kubectl {
 impl Kubectl {
     fn new(sim: &Sim) -> Self {
         let dir = tempfile::tempdir().expect("temporary directory");
-        std::fs::write(dir.path().join("kubeconfig"), sim.kubeconfig_yaml()).expect("kubeconfig written");
+        std::fs::write(dir.path().join("kubeconfig"), sim.kubeconfig_yaml())
+            .expect("kubeconfig written");
         Self { dir }
     }
 
@@ -47,7 +48,10 @@ impl Kubectl {
 
     async fn output(&self, args: &[&str]) -> Output {
         let run = self.command(args).output();
-        timeout(PATIENCE, run).await.unwrap_or_else(|_| panic!("kubectl {args:?} finished in time")).expect("kubectl runs")
+        timeout(PATIENCE, run)
+            .await
+            .unwrap_or_else(|_| panic!("kubectl {args:?} finished in time"))
+            .expect("kubectl runs")
     }
 
     /// Runs kubectl, expecting success; returns stdout.
@@ -77,40 +81,72 @@ async fn kubectl_creates_gets_replaces_patches_and_deletes_a_service() {
     let sim = Sim::start().await;
     let kubectl = Kubectl::new(&sim);
     let manifest = kubectl.file("svc.yaml", SERVICE);
-    assert_eq!(kubectl.run(&["create", "-f", &manifest]).await.trim(), "service/web created");
+    assert_eq!(
+        kubectl.run(&["create", "-f", &manifest]).await.trim(),
+        "service/web created"
+    );
     let created = kubectl.json(&["get", "svc", "web", "-o", "json"]).await;
     assert_eq!(created["spec"]["ports"][0]["port"], 80);
     assert_eq!(created["metadata"]["labels"]["app"], "web");
 
     let replacement = kubectl.file("svc2.yaml", &SERVICE.replace("port: 80", "port: 81"));
-    assert_eq!(kubectl.run(&["replace", "-f", &replacement]).await.trim(), "service/web replaced");
+    assert_eq!(
+        kubectl.run(&["replace", "-f", &replacement]).await.trim(),
+        "service/web replaced"
+    );
     let replaced = kubectl.json(&["get", "svc", "web", "-o", "json"]).await;
     assert_eq!(replaced["spec"]["ports"][0]["port"], 81);
     assert_eq!(replaced["metadata"]["generation"], 2);
 
     let patch = r#"{"metadata":{"labels":{"tier":"front"}}}"#;
-    assert_eq!(kubectl.run(&["patch", "svc", "web", "--type", "merge", "-p", patch]).await.trim(), "service/web patched");
+    assert_eq!(
+        kubectl
+            .run(&["patch", "svc", "web", "--type", "merge", "-p", patch])
+            .await
+            .trim(),
+        "service/web patched"
+    );
     let listed = kubectl.run(&["get", "svc", "-l", "tier=front"]).await;
-    assert!(listed.lines().next().is_some_and(|h| h.starts_with("NAME")), "{listed}");
+    assert!(
+        listed.lines().next().is_some_and(|h| h.starts_with("NAME")),
+        "{listed}"
+    );
     assert!(listed.lines().any(|l| l.starts_with("web ")), "{listed}");
 
-    assert_eq!(kubectl.run(&["delete", "svc", "web"]).await.trim(), "service \"web\" deleted");
+    assert_eq!(
+        kubectl.run(&["delete", "svc", "web"]).await.trim(),
+        "service \"web\" deleted"
+    );
     let missing = kubectl.output(&["get", "svc", "web"]).await;
     assert!(!missing.status.success());
     let stderr = String::from_utf8_lossy(&missing.stderr);
-    assert!(stderr.contains("Error from server (NotFound): services \"web\" not found"), "{stderr}");
+    assert!(
+        stderr.contains("Error from server (NotFound): services \"web\" not found"),
+        "{stderr}"
+    );
 }
 
 #[tokio::test]
 async fn kubectl_watch_prints_objects_created_while_it_watches() {
     let sim = Sim::start().await;
     let kubectl = Kubectl::new(&sim);
-    let mut watch = kubectl.command(&["get", "svc", "-w"]).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().expect("kubectl runs");
+    let mut watch = kubectl
+        .command(&["get", "svc", "-w"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("kubectl runs");
     let mut lines = BufReader::new(watch.stdout.take().expect("piped stdout")).lines();
     sim.wait_for_open_watches(1).await;
     let services: Api<Service> = Api::namespaced(sim.client().await, "default");
-    let service: Service = serde_json::from_value(json!({"metadata": {"name": "watched"}, "spec": {"ports": [{"port": 80}]}})).unwrap();
-    services.create(&PostParams::default(), &service).await.unwrap();
+    let service: Service = serde_json::from_value(
+        json!({"metadata": {"name": "watched"}, "spec": {"ports": [{"port": 80}]}}),
+    )
+    .unwrap();
+    services
+        .create(&PostParams::default(), &service)
+        .await
+        .unwrap();
     let appeared = timeout(PATIENCE, async {
         while let Some(line) = lines.next_line().await.expect("readable stdout") {
             if line.starts_with("watched ") {
@@ -137,7 +173,13 @@ async fn kubectl_applies_a_crd_and_serves_its_objects() {
         "mcs.yaml",
         "apiVersion: networking.karmada.io/v1alpha1\nkind: MultiClusterService\nmetadata:\n  name: web\nspec:\n  types: [CrossCluster]\n",
     );
-    assert_eq!(kubectl.run(&["apply", "--server-side", "-f", &mcs]).await.trim(), "multiclusterservice.networking.karmada.io/web serverside-applied");
+    assert_eq!(
+        kubectl
+            .run(&["apply", "--server-side", "-f", &mcs])
+            .await
+            .trim(),
+        "multiclusterservice.networking.karmada.io/web serverside-applied"
+    );
     let fetched = kubectl.json(&["get", "mcs", "web", "-o", "json"]).await;
     assert_eq!(fetched["spec"]["types"], json!(["CrossCluster"]));
     let listed = kubectl.run(&["get", "multiclusterservices"]).await;

@@ -46,12 +46,26 @@ impl Sim {
             .expect("kube-sim starts");
         let stdout = child.stdout.take().expect("stdout is piped");
         let mut lines = BufReader::new(stdout).lines();
-        let first = timeout(PATIENCE, lines.next_line()).await.expect("kube-sim prints its address in time");
-        let first = first.expect("stdout is readable").expect("kube-sim printed a line");
-        let url = first.strip_prefix("listening on ").expect("first line is `listening on URL`").to_owned();
-        let address = url.strip_prefix("http://").expect("plain http URL").to_owned();
+        let first = timeout(PATIENCE, lines.next_line())
+            .await
+            .expect("kube-sim prints its address in time");
+        let first = first
+            .expect("stdout is readable")
+            .expect("kube-sim printed a line");
+        let url = first
+            .strip_prefix("listening on ")
+            .expect("first line is `listening on URL`")
+            .to_owned();
+        let address = url
+            .strip_prefix("http://")
+            .expect("plain http URL")
+            .to_owned();
         tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-        Self { url, address, _child: child }
+        Self {
+            url,
+            address,
+            _child: child,
+        }
     }
 
     /// A kubeconfig for this server: cluster, token user and context `sim`, namespace default.
@@ -66,9 +80,10 @@ impl Sim {
     /// see every answer.
     pub async fn config(&self) -> kube::Config {
         let kubeconfig = Kubeconfig::from_yaml(&self.kubeconfig_yaml()).expect("kubeconfig parses");
-        let mut config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
-            .await
-            .expect("kubeconfig is usable");
+        let mut config =
+            kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+                .await
+                .expect("kubeconfig is usable");
         config.default_retry = false;
         config
     }
@@ -78,28 +93,49 @@ impl Sim {
     }
 
     /// A raw request with a JSON (or other) body.
-    pub async fn request(&self, method: &str, path: &str, content_type: &str, body: &str) -> std::io::Result<Reply> {
+    pub async fn request(
+        &self,
+        method: &str,
+        path: &str,
+        content_type: &str,
+        body: &str,
+    ) -> std::io::Result<Reply> {
         raw_request(&self.address, method, path, content_type, body).await
     }
 
     pub async fn get(&self, path: &str) -> Reply {
-        self.request("GET", path, "application/json", "").await.expect("GET answered")
+        self.request("GET", path, "application/json", "")
+            .await
+            .expect("GET answered")
     }
 
     /// How many watch streams the server has open.
     pub async fn open_watches(&self) -> u64 {
-        self.get("/_sim/state").await.json()["openWatches"].as_u64().expect("openWatches is a count")
+        self.get("/_sim/state").await.json()["openWatches"]
+            .as_u64()
+            .expect("openWatches is a count")
     }
 
     /// Waits until the server has `count` open watch streams.
     pub async fn wait_for_open_watches(&self, count: u64) {
-        eventually(&format!("{count} open watches"), || async { self.open_watches().await == count }).await;
+        eventually(&format!("{count} open watches"), || async {
+            self.open_watches().await == count
+        })
+        .await;
     }
 
     /// POSTs JSON to the admin API and expects success.
     pub async fn admin(&self, path: &str, body: Value) -> Value {
-        let reply = self.request("POST", path, "application/json", &body.to_string()).await.expect("admin API answers");
-        assert!(reply.status < 300, "{path} answered {}: {}", reply.status, reply.body);
+        let reply = self
+            .request("POST", path, "application/json", &body.to_string())
+            .await
+            .expect("admin API answers");
+        assert!(
+            reply.status < 300,
+            "{path} answered {}: {}",
+            reply.status,
+            reply.body
+        );
         reply.json()
     }
 }
@@ -116,16 +152,24 @@ pub struct Reply {
 
 impl Reply {
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
     }
 
     pub fn json(&self) -> Value {
-        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("body is JSON ({e}): {}", self.body))
+        serde_json::from_str(&self.body)
+            .unwrap_or_else(|e| panic!("body is JSON ({e}): {}", self.body))
     }
 
     /// The body as newline-delimited JSON (watch events).
     pub fn events(&self) -> Vec<Value> {
-        self.body.lines().filter(|l| !l.is_empty()).map(|l| serde_json::from_str(l).expect("event is JSON")).collect()
+        self.body
+            .lines()
+            .filter(|l| !l.is_empty())
+            .map(|l| serde_json::from_str(l).expect("event is JSON"))
+            .collect()
     }
 }
 
@@ -136,7 +180,13 @@ pub async fn raw_get(address: &str, path: &str) -> std::io::Result<Reply> {
 
 /// Sends one request on a fresh connection (`Connection: close`) and reads the whole answer.
 /// An error means the connection closed without a response.
-async fn raw_request(address: &str, method: &str, path: &str, content_type: &str, body: &str) -> std::io::Result<Reply> {
+async fn raw_request(
+    address: &str,
+    method: &str,
+    path: &str,
+    content_type: &str,
+    body: &str,
+) -> std::io::Result<Reply> {
     let mut stream = TcpStream::connect(address).await?;
     let head = format!(
         "{method} {path} HTTP/1.1\r\nHost: {address}\r\nAuthorization: Bearer {TOKEN}\r\nConnection: close\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n\r\n",
@@ -146,31 +196,55 @@ async fn raw_request(address: &str, method: &str, path: &str, content_type: &str
     stream.write_all(body.as_bytes()).await?;
     let mut raw = Vec::new();
     let read = timeout(PATIENCE, stream.read_to_end(&mut raw)).await;
-    read.map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, "no complete answer in time"))??;
+    read.map_err(|_| {
+        std::io::Error::new(std::io::ErrorKind::TimedOut, "no complete answer in time")
+    })??;
     parse_reply(&raw)
 }
 
 fn parse_reply(raw: &[u8]) -> std::io::Result<Reply> {
-    let closed = || std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "connection closed without a response");
+    let closed = || {
+        std::io::Error::new(
+            std::io::ErrorKind::UnexpectedEof,
+            "connection closed without a response",
+        )
+    };
     let text = String::from_utf8_lossy(raw);
     let (head, body) = text.split_once("\r\n\r\n").ok_or_else(closed)?;
     let mut head_lines = head.lines();
     let status_line = head_lines.next().ok_or_else(closed)?;
-    let status = status_line.split_whitespace().nth(1).and_then(|s| s.parse().ok()).ok_or_else(closed)?;
+    let status = status_line
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(closed)?;
     let headers: Vec<(String, String)> = head_lines
         .filter_map(|l| l.split_once(':'))
         .map(|(n, v)| (n.trim().to_owned(), v.trim().to_owned()))
         .collect();
-    let chunked = headers.iter().any(|(n, v)| n.eq_ignore_ascii_case("transfer-encoding") && v.contains("chunked"));
-    let (body, complete) = if chunked { dechunk(body) } else { (body.to_owned(), true) };
-    Ok(Reply { status, headers, body, complete })
+    let chunked = headers
+        .iter()
+        .any(|(n, v)| n.eq_ignore_ascii_case("transfer-encoding") && v.contains("chunked"));
+    let (body, complete) = if chunked {
+        dechunk(body)
+    } else {
+        (body.to_owned(), true)
+    };
+    Ok(Reply {
+        status,
+        headers,
+        body,
+        complete,
+    })
 }
 
 /// Decodes a chunked body; the flag tells whether the final (empty) chunk arrived.
 fn dechunk(mut rest: &str) -> (String, bool) {
     let mut body = String::new();
     while let Some((size, after)) = rest.split_once("\r\n") {
-        let Ok(size) = usize::from_str_radix(size.trim(), 16) else { break };
+        let Ok(size) = usize::from_str_radix(size.trim(), 16) else {
+            break;
+        };
         if size == 0 {
             return (body, true);
         }

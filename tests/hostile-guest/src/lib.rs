@@ -1,0 +1,67 @@
+//! A policy component that misbehaves on demand, to prove the host survives it. It exports the
+//! real `policy` world; what it does depends on the admission request's `uid`:
+//! `loop` spins forever, `oom` allocates until memory runs out, `trap` panics (a trap), and
+//! anything else is allowed with no patch.
+
+wit_bindgen::generate!({
+    world: "mcs-policy",
+    path: "../../wit",
+});
+
+use exports::karmada::mcs_policy::policy::{
+    AdmissionRequest, Context, Denial, EndpointSlice, Guest, McsRef, PatchOperation, ServicePort,
+    Settings,
+};
+
+/// The exported component.
+pub struct Hostile;
+
+fn misbehave(uid: &str) {
+    match uid {
+        "loop" => loop {
+            std::hint::spin_loop();
+        },
+        "oom" => {
+            let mut hoard: Vec<Vec<u8>> = Vec::new();
+            loop {
+                hoard.push(vec![1u8; 1 << 20]);
+                std::hint::black_box(&hoard);
+            }
+        }
+        "trap" => panic!("hostile component asked to trap"),
+        _ => {}
+    }
+}
+
+impl Guest for Hostile {
+    fn validate(
+        request: AdmissionRequest,
+        _settings: Settings,
+        _context: Context,
+    ) -> Result<Vec<String>, Denial> {
+        misbehave(&request.uid);
+        Ok(Vec::new())
+    }
+
+    fn mutate(
+        request: AdmissionRequest,
+        _settings: Settings,
+    ) -> Result<Vec<PatchOperation>, String> {
+        misbehave(&request.uid);
+        Ok(Vec::new())
+    }
+
+    fn filter(
+        _mcs: McsRef,
+        _service_ports: Option<Vec<ServicePort>>,
+        source_cluster: String,
+        _consumer_cluster: String,
+        _slices: Vec<EndpointSlice>,
+    ) -> Vec<EndpointSlice> {
+        misbehave(&source_cluster);
+        Vec::new()
+    }
+}
+
+#[cfg(target_arch = "wasm32")]
+export!(Hostile);
