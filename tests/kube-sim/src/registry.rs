@@ -25,7 +25,10 @@ impl GroupResource {
 
     /// The `details` of a `Status` about the object `name` of this resource.
     pub fn details(&self, name: &str) -> Value {
-        let mut details = json!({"name": name, "kind": self.resource});
+        let mut details = json!({"kind": self.resource});
+        if !name.is_empty() {
+            details["name"] = json!(name);
+        }
         if !self.group.is_empty() {
             details["group"] = json!(self.group);
         }

@@ -573,3 +573,95 @@ async fn unchanged_updates_keep_the_resource_version() {
         created.metadata.resource_version
     );
 }
+
+#[tokio::test]
+async fn delete_collection_removes_only_selected_objects() {
+    let sim = Sim::start().await;
+    let slices: Api<EndpointSlice> = Api::namespaced(sim.client().await, "default");
+    for (name, service) in [("a-1", "a"), ("a-2", "a"), ("b-1", "b")] {
+        slices
+            .create(&PostParams::default(), &endpoint_slice(name, service))
+            .await
+            .unwrap();
+    }
+    let selected = ListParams::default().labels("kubernetes.io/service-name=a");
+    let deleted = slices
+        .delete_collection(&DeleteParams::default(), &selected)
+        .await
+        .unwrap();
+    assert_eq!(deleted.left().expect("the deleted objects").items.len(), 2);
+    let left: Vec<String> = slices
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .map(|s| s.metadata.name.unwrap())
+        .collect();
+    assert_eq!(left, vec!["b-1"]);
+}
+
+#[tokio::test]
+async fn every_builtin_resource_accepts_create_get_and_delete() {
+    let sim = Sim::start().await;
+    let resources = [
+        (
+            "/api/v1/namespaces/default/services",
+            json!({"apiVersion": "v1", "kind": "Service", "spec": {}}),
+        ),
+        (
+            "/api/v1/namespaces/default/events",
+            json!({"apiVersion": "v1", "kind": "Event", "reason": "Tested"}),
+        ),
+        (
+            "/api/v1/namespaces/default/secrets",
+            json!({"apiVersion": "v1", "kind": "Secret", "data": {"k": "dg=="}}),
+        ),
+        (
+            "/api/v1/namespaces/default/configmaps",
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "data": {"k": "v"}}),
+        ),
+        (
+            "/api/v1/namespaces",
+            json!({"apiVersion": "v1", "kind": "Namespace"}),
+        ),
+        (
+            "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices",
+            json!({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice", "addressType": "IPv4", "endpoints": []}),
+        ),
+        (
+            "/apis/coordination.k8s.io/v1/namespaces/default/leases",
+            json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "spec": {}}),
+        ),
+        (
+            "/apis/events.k8s.io/v1/namespaces/default/events",
+            json!({"apiVersion": "events.k8s.io/v1", "kind": "Event", "reason": "Tested"}),
+        ),
+    ];
+    for (collection, mut body) in resources {
+        body["metadata"] = json!({"name": "probe"});
+        let created = sim
+            .request("POST", collection, "application/json", &body.to_string())
+            .await
+            .unwrap();
+        assert_eq!(created.status, 201, "{collection}: {}", created.body);
+        let fetched = sim.get(&format!("{collection}/probe")).await;
+        assert_eq!(fetched.status, 200, "{collection}");
+        assert_eq!(fetched.json()["kind"], body["kind"]);
+        let deleted = sim
+            .request(
+                "DELETE",
+                &format!("{collection}/probe"),
+                "application/json",
+                "",
+            )
+            .await
+            .unwrap();
+        assert_eq!(deleted.status, 200, "{collection}");
+        assert_eq!(
+            sim.get(&format!("{collection}/probe")).await.status,
+            404,
+            "{collection}"
+        );
+    }
+}

@@ -1,0 +1,292 @@
+// A JavaScript host for the policy component: the same conversions the Rust host does, written
+// against the records jco generates from wit/policy.wit (records → objects with camelCase
+// fields, option<T> → T | undefined, enums → strings, variants → {tag, val}, tuples → arrays,
+// result<T, E> as a return value → T, or a thrown ComponentError whose `.payload` is E).
+//
+// Each function names the Rust code it mirrors; they must stay in step.
+
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+import { rawValue } from './raw-json.mjs';
+
+// ---------------------------------------------------------------------------------------------
+// Policy settings (host/src/settings.rs)
+
+const SETTING_KEYS = [
+  'rejectEmptyTypes',
+  'rejectRepeatedTypes',
+  'rejectDuplicateClusterNames',
+  'rejectUnknownPortNames',
+  'warnUnregisteredClusters',
+];
+
+/**
+ * Parses a settings document of policies/ (flat `key: value` YAML) into the WIT `settings`
+ * record. The WIT field names in JS are the YAML keys, so the mapping is one to one. Unknown
+ * keys are refused, like `#[serde(deny_unknown_fields)]`.
+ */
+export function parseSettings(text, origin) {
+  const settings = Object.fromEntries(SETTING_KEYS.map((k) => [k, false]));
+  let name;
+  for (const [n, line] of text.split('\n').entries()) {
+    const body = line.replace(/(^|\s)#.*$/, '').trim();
+    if (body === '') continue;
+    const m = /^([A-Za-z]+):\s*(.*)$/.exec(body);
+    if (!m) throw new Error(`${origin}:${n + 1}: not a \`key: value\` line: ${line}`);
+    const [, key, value] = m;
+    if (key === 'name') {
+      name = value.replace(/^(["'])(.*)\1$/, '$2');
+    } else if (SETTING_KEYS.includes(key)) {
+      if (value !== 'true' && value !== 'false') {
+        throw new Error(`${origin}:${n + 1}: ${key} must be true or false, got ${value}`);
+      }
+      settings[key] = value === 'true';
+    } else {
+      throw new Error(`${origin}:${n + 1}: unknown field ${key}`);
+    }
+  }
+  if (!name || !name.trim()) throw new Error(`${origin}: field \`name\` must not be empty`);
+  return { name, settings };
+}
+
+/** A built-in policy (`karmada-compatible`, `strict`): the file of the same name in policies/. */
+export function loadPolicy(policiesDir, name) {
+  const path = join(policiesDir, `${name}.yaml`);
+  return parseSettings(readFileSync(path, 'utf8'), path);
+}
+
+/**
+ * `ContextFile::for_object`: the WIT `context` for the MCS `namespace/name`; `services`
+ * (keyed `namespace/name`) wins over `servicePorts`.
+ */
+export function contextFor(file, namespace, name) {
+  const f = file ?? {};
+  const ports = f.services?.[`${namespace}/${name}`] ?? f.servicePorts ?? undefined;
+  const context = {};
+  if (f.registeredClusters != null) context.registeredClusters = [...f.registeredClusters];
+  if (ports != null) context.servicePorts = ports.map((p) => ({ name: p.name ?? '', port: p.port }));
+  return context;
+}
+
+// ---------------------------------------------------------------------------------------------
+// AdmissionReview (host/src/webhook/review.rs)
+
+const API_VERSIONS = ['admission.k8s.io/v1', 'admission.k8s.io/v1beta1'];
+const OPERATIONS = { CREATE: 'create', UPDATE: 'update', DELETE: 'delete', CONNECT: 'connect' };
+
+/**
+ * `parse_review`: the review text → `{apiVersion, namespace, name, request}` where `request` is
+ * the WIT `admission-request`. `object`/`oldObject` are the exact source text of
+ * `request.object`/`request.oldObject` (`null` counts as absent).
+ */
+export function parseReview(text) {
+  const review = JSON.parse(text);
+  const apiVersion = review.apiVersion ?? '';
+  if (!API_VERSIONS.includes(apiVersion)) {
+    throw new Error(`unsupported AdmissionReview apiVersion ${JSON.stringify(apiVersion)}`);
+  }
+  if ((review.kind ?? '') !== 'AdmissionReview') {
+    throw new Error(`expected kind "AdmissionReview", got ${JSON.stringify(review.kind ?? '')}`);
+  }
+  const req = review.request;
+  if (req == null) throw new Error('AdmissionReview has no request');
+  if (!req.uid) throw new Error('AdmissionReview request has no uid');
+  const operation = OPERATIONS[req.operation ?? ''];
+  if (!operation) throw new Error(`unsupported operation ${JSON.stringify(req.operation ?? '')}`);
+  const raw = (key) => {
+    const t = rawValue(text, ['request', key]);
+    return t === undefined || t === 'null' ? undefined : t;
+  };
+  const request = { uid: req.uid, operation, object: raw('object') ?? '' };
+  const oldObject = raw('oldObject');
+  if (oldObject !== undefined) request.oldObject = oldObject;
+  return { apiVersion, namespace: req.namespace ?? '', name: req.name ?? '', request };
+}
+
+/** A thrown `ComponentError` carries the `err` of a `result`; anything else is a host failure. */
+function errPayload(e) {
+  if (e !== null && typeof e === 'object' && e.constructor?.name === 'ComponentError' && 'payload' in e) {
+    return { payload: e.payload };
+  }
+  throw e;
+}
+
+/** `validate`'s outcome as a Rust-style result: `{ok: warnings}` or `{err: denial}`. */
+export function callValidate(policy, request, settings, context) {
+  try {
+    return { ok: policy.validate(request, settings, context) };
+  } catch (e) {
+    return { err: errPayload(e).payload };
+  }
+}
+
+/** `mutate`'s outcome as a Rust-style result: `{ok: operations}` or `{err: message}`. */
+export function callMutate(policy, request, settings) {
+  try {
+    return { ok: policy.mutate(request, settings) };
+  } catch (e) {
+    return { err: errPayload(e).payload };
+  }
+}
+
+function status(code, message = '', reason = '') {
+  const s = { metadata: {} };
+  if (message !== '') s.message = message;
+  if (reason !== '') s.reason = reason;
+  s.code = code;
+  return s;
+}
+
+function reviewOut(apiVersion, response) {
+  return { apiVersion, kind: 'AdmissionReview', response };
+}
+
+/** `validation_response`: the response AdmissionReview, as the Rust host serialises it. */
+export function validationResponse(review, verdict) {
+  const uid = review.request.uid;
+  let response;
+  if ('ok' in verdict) {
+    response = { uid, allowed: true, status: status(200) };
+    if (verdict.ok.length > 0) response.warnings = verdict.ok;
+  } else if (verdict.err.tag === 'malformed') {
+    response = { uid, allowed: false, status: status(400, verdict.err.val) };
+  } else if (verdict.err.tag === 'forbidden') {
+    const rejection = verdict.err.val;
+    response = { uid, allowed: false, status: status(403, rejection.message, 'Forbidden') };
+    if (rejection.warnings.length > 0) response.warnings = rejection.warnings;
+  } else {
+    throw new Error(`unknown denial ${JSON.stringify(verdict.err)}`);
+  }
+  return reviewOut(review.apiVersion, response);
+}
+
+/** `patch_json`: the RFC 6902 document, byte for byte (each `value` is already JSON text). */
+export function patchJson(ops) {
+  const items = ops.map((op) => {
+    if (op.op !== 'add' && op.op !== 'replace') throw new Error(`unknown patch op ${op.op}`);
+    return `{"op":"${op.op}","path":${JSON.stringify(op.path)},"value":${op.value}}`;
+  });
+  return `[${items.join(',')}]`;
+}
+
+/** `mutation_response`: base64 JSONPatch when something changes. */
+export function mutationResponse(review, result) {
+  const uid = review.request.uid;
+  let response;
+  if ('ok' in result) {
+    response = { uid, allowed: true, status: status(200) };
+    if (result.ok.length > 0) {
+      response.patch = Buffer.from(patchJson(result.ok), 'utf8').toString('base64');
+      response.patchType = 'JSONPatch';
+    }
+  } else {
+    response = { uid, allowed: false, status: status(400, result.err) };
+  }
+  return reviewOut(review.apiVersion, response);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Endpoint filter (host/src/eval.rs `filter_json`, host/src/engine/convert.rs)
+
+// BTreeMap<String, _> order: byte order of the UTF-8 encoding.
+const byUtf8Key = ([a], [b]) => Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8'));
+
+/** A `map<string,string>` (absent or null = empty) → `list<tuple<string,string>>` in key order. */
+function pairs(map) {
+  return Object.entries(map ?? {}).sort(byUtf8Key);
+}
+
+/** `list<tuple<string,string>>` → the map, absent when empty. */
+function map(list) {
+  return list.length > 0 ? Object.fromEntries(list) : undefined;
+}
+
+/** Copies the fields of `from` whose value is neither undefined nor null (serde's `Option`). */
+function some(from, keys) {
+  const out = {};
+  for (const k of keys) if (from?.[k] != null) out[k] = from[k];
+  return out;
+}
+
+const REF_KEYS = ['kind', 'namespace', 'name', 'uid', 'apiVersion', 'resourceVersion', 'fieldPath'];
+
+function endpointToWit(e) {
+  const c = e.conditions ?? {};
+  const out = {
+    addresses: [...(e.addresses ?? [])],
+    conditions: some(c, ['ready', 'serving', 'terminating']),
+    ...some(e, ['hostname', 'nodeName', 'zone']),
+    deprecatedTopology: pairs(e.deprecatedTopology),
+  };
+  if (e.targetRef != null) out.targetRef = some(e.targetRef, REF_KEYS);
+  if (e.hints != null) {
+    out.hints = {
+      forZones: (e.hints.forZones ?? []).map((z) => z.name),
+      forNodes: (e.hints.forNodes ?? []).map((n) => n.name),
+    };
+  }
+  return out;
+}
+
+/** `slice_to_wit`: a Kubernetes EndpointSlice → the WIT `endpoint-slice`. */
+export function sliceToWit(slice) {
+  const meta = slice.metadata ?? {};
+  return {
+    name: meta.name ?? '',
+    namespace: meta.namespace ?? '',
+    labels: pairs(meta.labels),
+    annotations: pairs(meta.annotations),
+    addressType: slice.addressType,
+    endpoints: (slice.endpoints ?? []).map(endpointToWit),
+    ports: (slice.ports ?? []).map((p) => some(p, ['name', 'port', 'protocol', 'appProtocol'])),
+  };
+}
+
+function endpointFromWit(e) {
+  const out = { addresses: e.addresses };
+  const conditions = some(e.conditions, ['ready', 'serving', 'terminating']);
+  if (Object.keys(conditions).length > 0) out.conditions = conditions;
+  const topology = map(e.deprecatedTopology);
+  if (topology) out.deprecatedTopology = topology;
+  if (e.hints !== undefined) {
+    out.hints = {};
+    if (e.hints.forZones.length > 0) out.hints.forZones = e.hints.forZones.map((name) => ({ name }));
+    if (e.hints.forNodes.length > 0) out.hints.forNodes = e.hints.forNodes.map((name) => ({ name }));
+  }
+  Object.assign(out, some(e, ['hostname', 'nodeName', 'zone']));
+  if (e.targetRef !== undefined) out.targetRef = some(e.targetRef, REF_KEYS);
+  return out;
+}
+
+/** `slice_from_wit` + the apiVersion/kind `eval filter` adds: the copy as Kubernetes JSON. */
+export function sliceFromWit(slice) {
+  const metadata = { name: slice.name, namespace: slice.namespace };
+  const labels = map(slice.labels);
+  if (labels) metadata.labels = labels;
+  const annotations = map(slice.annotations);
+  if (annotations) metadata.annotations = annotations;
+  return {
+    apiVersion: 'discovery.k8s.io/v1',
+    kind: 'EndpointSlice',
+    metadata,
+    addressType: slice.addressType,
+    endpoints: slice.endpoints.map(endpointFromWit),
+    ports: slice.ports.map((p) => some(p, ['name', 'port', 'protocol', 'appProtocol'])),
+  };
+}
+
+const portEntry = (p) => ({ name: p.name ?? '', port: p.port ?? 0 });
+
+/** `filter_json`: a filter input (the `input` of a filter fixture) → the copies as JSON. */
+export function runFilter(policy, input) {
+  const mcs = {
+    name: input.mcs.name,
+    namespace: input.mcs.namespace,
+    ports: (input.mcs.ports ?? []).map(portEntry),
+  };
+  const servicePorts = input.servicePorts == null ? undefined : input.servicePorts.map(portEntry);
+  const slices = (input.slices ?? []).map(sliceToWit);
+  const copies = policy.filter(mcs, servicePorts, input.sourceCluster, input.consumerCluster, slices);
+  return copies.map(sliceFromWit);
+}

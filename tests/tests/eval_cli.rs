@@ -1,0 +1,143 @@
+//! `mcs-policy eval` and `mcs-policy component` as a user runs them (ARCHITECTURE §3): exit 0
+//! whenever a response was produced, non-zero with a message on stderr for unreadable input.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+
+use serde_json::Value;
+use tests::binary;
+use tests::fixtures::{AdmissionCase, load};
+
+fn mcs_policy(args: &[&str], stdin: Option<&[u8]>) -> Output {
+    let mut child = Command::new(binary("mcs-policy"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("mcs-policy runs");
+    if let Some(input) = stdin {
+        child.stdin.take().unwrap().write_all(input).unwrap();
+    }
+    drop(child.stdin.take());
+    child.wait_with_output().unwrap()
+}
+
+fn temp(name: &str, contents: &[u8]) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("mcs-policy-eval-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    std::fs::write(&path, contents).unwrap();
+    path
+}
+
+fn fixture(name: &str) -> AdmissionCase {
+    load::<AdmissionCase>("validate")
+        .into_iter()
+        .chain(load::<AdmissionCase>("mutate"))
+        .find(|f| f.name == name)
+        .unwrap_or_else(|| panic!("fixture {name}"))
+        .case
+}
+
+fn stdout_json(out: &Output) -> Value {
+    assert!(out.status.success(), "exit {}: {}", out.status, String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).expect("stdout is JSON")
+}
+
+#[test]
+fn eval_validate_answers_a_denied_request_with_exit_zero() {
+    let case = fixture("rejects_duplicate_port_names");
+    let file = temp("dup.json", &serde_json::to_vec(&case.review).unwrap());
+    let out = stdout_json(&mcs_policy(&["eval", "validate", file.to_str().unwrap()], None));
+    assert_eq!(out["kind"], "AdmissionReview");
+    assert_eq!(out["response"]["uid"], case.review["request"]["uid"]);
+    assert_eq!(out["response"]["allowed"], false);
+    assert_eq!(out["response"]["status"]["code"], 403);
+    assert_eq!(out["response"]["status"]["message"], case.expect["message"]);
+}
+
+#[test]
+fn eval_reads_yaml_from_stdin() {
+    let case = fixture("rejects_duplicate_port_names");
+    let yaml = serde_yaml::to_string(&case.review).unwrap();
+    let out = stdout_json(&mcs_policy(&["eval", "validate", "-"], Some(yaml.as_bytes())));
+    assert_eq!(out["response"]["status"]["message"], case.expect["message"]);
+}
+
+#[test]
+fn eval_mutate_prints_a_base64_json_patch() {
+    let case = load::<AdmissionCase>("mutate")
+        .into_iter()
+        .find(|f| f.case.expect["patched"] == Value::Bool(true))
+        .expect("a fixture that patches")
+        .case;
+    let file = temp("mutate.json", &serde_json::to_vec(&case.review).unwrap());
+    let out = stdout_json(&mcs_policy(&["eval", "mutate", file.to_str().unwrap()], None));
+    assert_eq!(out["response"]["allowed"], true);
+    assert_eq!(out["response"]["patchType"], "JSONPatch");
+    assert!(out["response"]["patch"].as_str().is_some_and(|p| !p.is_empty()));
+}
+
+#[test]
+fn eval_applies_the_strict_policy_when_asked() {
+    let case = fixture("allows_empty_types_in_compatible_policy");
+    let file = temp("empty-types.json", &serde_json::to_vec(&case.review).unwrap());
+    let f = file.to_str().unwrap();
+    let compatible = stdout_json(&mcs_policy(&["eval", "validate", f], None));
+    assert_eq!(compatible["response"]["allowed"], true);
+    let strict = stdout_json(&mcs_policy(&["eval", "validate", "--policy", "strict", f], None));
+    assert_eq!(strict["response"]["allowed"], false);
+    assert_eq!(strict["response"]["status"]["code"], 403);
+}
+
+#[test]
+fn eval_fails_clearly_on_unreadable_input() {
+    for (args, stdin, needle) in [
+        (vec!["eval", "validate", "/nonexistent/request.json"], None, "/nonexistent/request.json"),
+        (vec!["eval", "validate", "-"], Some(&b"{not json: [unclosed"[..]), "neither JSON nor YAML"),
+        (vec!["eval", "validate", "-"], Some(&br#"{"apiVersion":"v1","kind":"Pod"}"#[..]), "not a usable AdmissionReview"),
+        (vec!["eval", "mutate", "-"], Some(&b""[..]), "AdmissionReview"),
+        (vec!["eval", "validate", "--policy", "/nonexistent/policy.yaml", "-"], Some(&b"{}"[..]), "policy"),
+    ] {
+        let out = mcs_policy(&args, stdin);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?} should fail");
+        assert!(out.stdout.is_empty(), "{args:?} printed to stdout");
+        assert!(stderr.contains(needle), "{args:?}: stderr {stderr:?} lacks {needle:?}");
+    }
+}
+
+#[test]
+fn eval_filter_prints_the_copies() {
+    let input = load::<tests::fixtures::FilterCase>("filter")
+        .into_iter()
+        .find(|f| !f.case.expect.is_empty())
+        .expect("a filter fixture with copies")
+        .case;
+    let file = temp("filter.json", &serde_json::to_vec(&input.input).unwrap());
+    let out = stdout_json(&mcs_policy(&["eval", "filter", file.to_str().unwrap()], None));
+    assert_eq!(out, Value::Array(input.expect));
+}
+
+#[test]
+fn component_command_writes_the_embedded_component() {
+    let path = std::env::temp_dir().join(format!("mcs-policy-component-{}.wasm", std::process::id()));
+    let out = mcs_policy(&["component", "--out", path.to_str().unwrap()], None);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let bytes = std::fs::read(&path).unwrap();
+    assert_eq!(bytes, mcs_policy::engine::EMBEDDED_COMPONENT);
+    let to_stdout = mcs_policy(&["component", "--out", "-"], None);
+    assert_eq!(to_stdout.stdout, bytes);
+    std::fs::remove_file(path).ok();
+}
+
+#[test]
+fn help_explains_every_command() {
+    let out = mcs_policy(&["--help"], None);
+    let help = String::from_utf8_lossy(&out.stdout);
+    for command in ["serve", "eval", "manifests", "component"] {
+        assert!(help.contains(command), "--help lacks {command}: {help}");
+    }
+}
