@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use wasmtime::component::{Component, Linker};
 use wasmtime::{
@@ -181,13 +181,22 @@ impl Runtime {
     }
 }
 
+/// Advances the engine's epoch once per `tick` of wall-clock time. Counting elapsed time, not
+/// sleeps, keeps deadlines honest when the machine is busy and a sleep overshoots.
 fn spawn_epoch_ticker(engine: Engine, tick: Duration, stop: Arc<AtomicBool>) {
     thread::Builder::new()
         .name("wasm-epoch".into())
         .spawn(move || {
+            let start = Instant::now();
+            let tick_nanos = tick.as_nanos().max(1);
+            let mut ticks: u128 = 0;
             while !stop.load(Ordering::Relaxed) {
                 thread::sleep(tick);
-                engine.increment_epoch();
+                let due = start.elapsed().as_nanos() / tick_nanos;
+                while ticks < due {
+                    engine.increment_epoch();
+                    ticks += 1;
+                }
             }
         })
         .expect("spawning the epoch ticker thread");

@@ -1,4 +1,4 @@
-//! Fault injection and simulated outages through the `/_sim/` admin API, and bearer tokens.
+//! The `/_sim/` admin API (fault injection, simulated outages, state dump, reset) and bearer tokens.
 
 use std::time::Duration;
 
@@ -147,13 +147,14 @@ async fn an_unreachable_server_closes_connections_until_switched_back() {
         .await;
     let error = refused.expect_err("no response while unreachable");
     assert_eq!(error.kind(), std::io::ErrorKind::UnexpectedEof);
-    match maps.get("c").await {
-        Err(kube::Error::Api(status)) => {
-            panic!("expected a connection failure, got an answer: {status:?}")
-        }
-        Err(_) => {}
-        Ok(_) => panic!("expected a connection failure, got the object"),
-    }
+    let failure = maps
+        .get("c")
+        .await
+        .expect_err("kube-rs gets no answer while unreachable");
+    assert!(
+        matches!(failure, kube::Error::Service(_)),
+        "a transport failure, not an API answer: {failure:?}"
+    );
     sim.admin("/_sim/unreachable", json!({"on": false})).await;
     maps.get("c").await.expect("reachable again");
 }
@@ -218,4 +219,37 @@ async fn a_configured_token_is_required() {
     maps.create(&PostParams::default(), &config_map("c"))
         .await
         .expect("the right token is accepted");
+}
+
+#[tokio::test]
+async fn state_dumps_objects_and_reset_returns_to_a_fresh_cluster() {
+    let (sim, maps) = sim_with_config_map().await;
+    sim.admin(
+        "/_sim/faults",
+        json!({"status": 500, "count": 5, "verbs": ["delete"]}),
+    )
+    .await;
+    let state = sim.get("/_sim/state").await.json();
+    assert_eq!(state["resources"]["configmaps"][0]["metadata"]["name"], "c");
+    assert_eq!(
+        state["resources"]["namespaces"].as_array().map(Vec::len),
+        Some(4)
+    );
+    let rv: u64 = state["resourceVersion"].as_str().unwrap().parse().unwrap();
+    sim.admin("/_sim/reset", json!({})).await;
+    assert!(
+        maps.get_opt("c").await.unwrap().is_none(),
+        "objects are gone"
+    );
+    assert_eq!(
+        sim.get("/_sim/faults").await.json()["faults"],
+        json!([]),
+        "faults are gone"
+    );
+    let created = maps
+        .create(&PostParams::default(), &config_map("c"))
+        .await
+        .unwrap();
+    let new_rv: u64 = created.metadata.resource_version.unwrap().parse().unwrap();
+    assert!(new_rv > rv, "resourceVersions keep growing across a reset");
 }

@@ -4,6 +4,8 @@ mod crd;
 mod crud;
 mod discovery;
 mod faults;
+mod fixtures;
 mod kubectl;
+mod patch;
 mod support;
 mod watch;
