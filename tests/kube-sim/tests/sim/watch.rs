@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use futures::{Stream, StreamExt};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use kube::core::PartialObjectMeta;
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use serde_json::json;
@@ -377,4 +378,33 @@ async fn streaming_list_watchers_get_initial_events_then_changes() {
         .await
         .unwrap();
     assert!(is("apply", "after")(&next_event(&mut events).await));
+}
+
+#[tokio::test]
+async fn metadata_gets_and_metadata_watchers_work() {
+    let sim = Sim::start().await;
+    let client = sim.client().await;
+    let maps: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let labelled = config_map("a", json!({"app": "web"}));
+    maps.create(&PostParams::default(), &labelled)
+        .await
+        .unwrap();
+    let meta = maps.get_metadata("a").await.unwrap();
+    assert_eq!(meta.metadata.labels.unwrap()["app"], "web");
+    let metadata_only: Api<PartialObjectMeta<ConfigMap>> = Api::namespaced(client, "default");
+    let mut events = watcher::watcher(metadata_only, watcher::Config::default()).boxed();
+    let mut next = async || {
+        timeout(PATIENCE, events.next())
+            .await
+            .expect("in time")
+            .expect("an event")
+            .expect("no error")
+    };
+    assert!(matches!(next().await, Event::Init));
+    let listed = next().await;
+    let name = match &listed {
+        Event::InitApply(m) => m.metadata.name.clone(),
+        _ => None,
+    };
+    assert_eq!(name.as_deref(), Some("a"), "{listed:?}");
 }
