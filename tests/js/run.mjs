@@ -72,6 +72,8 @@ async function loadComponent() {
     mkdirSync(dirname(join(out, name)), { recursive: true });
     writeFileSync(join(out, name), bytes);
   }
+  // jco writes ES modules with a `.js` extension: mark the folder as ESM for every Node 20.
+  writeFileSync(join(out, 'package.json'), '{"type":"module"}\n');
   const module = await import(pathToFileURL(join(out, 'policy.js')).href);
   // The world exports the interface `karmada:mcs-policy/policy@0.1.0`; jco exposes it under its
   // plain name (`policy`) and its full name.
@@ -245,13 +247,13 @@ async function main() {
           ? await filterFixture(policy, id, text)
           : await admissionFixture(policy, kind, id, text);
       } catch (e) {
-        problems = [`error: ${e.stack ?? e}`];
+        problems = [`error: ${e?.message ?? e}`];
       }
       if (problems.length === 0) {
         passed++;
       } else {
         failed++;
-        console.log(`FAIL ${id}: ${problems.join(' | ')}`);
+        console.log(`FAIL ${id}: ${problems.join(' | ').replace(/\s*\n\s*/g, ' ')}`);
       }
     }
   };

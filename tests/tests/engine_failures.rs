@@ -152,3 +152,50 @@ fn clones_share_the_component_across_threads() {
         assert!(matches!(h.join().unwrap(), Ok(Err(_))));
     }
 }
+
+fn policy_engine() -> PolicyEngine {
+    PolicyEngine::embedded(EngineOptions::default()).unwrap()
+}
+
+fn create(object: String) -> AdmissionRequest {
+    AdmissionRequest {
+        uid: "hostile-input".into(),
+        operation: Operation::Create,
+        object,
+        old_object: None,
+    }
+}
+
+#[test]
+fn deeply_nested_json_is_a_decode_error_not_a_stack_overflow() {
+    let depth = 100_000;
+    let nested = format!("{}{}", "[".repeat(depth), "]".repeat(depth));
+    let object = format!(
+        r#"{{"apiVersion":"networking.karmada.io/v1alpha1","kind":"MultiClusterService","spec":{{"x":{nested}}}}}"#
+    );
+    let verdict = policy_engine()
+        .validate(&create(object), &Settings::default(), &Context::default(), Duration::from_secs(5))
+        .expect("no trap");
+    match verdict {
+        Err(mcs_policy::engine::types::Denial::Malformed(msg)) => assert!(msg.contains("recursion limit"), "{msg}"),
+        other => panic!("expected a decode error, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_ten_mib_name_is_denied_with_a_message() {
+    let name = "a".repeat(10 << 20);
+    let object = format!(
+        r#"{{"apiVersion":"networking.karmada.io/v1alpha1","kind":"MultiClusterService","metadata":{{"name":"{name}","namespace":"ns"}},"spec":{{"types":["CrossCluster"]}}}}"#
+    );
+    let verdict = policy_engine()
+        .validate(&create(object), &Settings::default(), &Context::default(), Duration::from_secs(10))
+        .expect("no trap");
+    match verdict {
+        Err(mcs_policy::engine::types::Denial::Forbidden(r)) => {
+            assert!(r.message.starts_with("metadata.name: Invalid value: \"aaaa"), "{}", &r.message[..80]);
+            assert!(r.message.ends_with("must be no more than 63 characters"));
+        }
+        other => panic!("expected a denial, got {other:?}"),
+    }
+}

@@ -79,7 +79,7 @@ impl Runtime {
             .total_memories(slots)
             .total_tables(slots)
             .max_memory_size(options.memory_limit_bytes)
-            .linear_memory_keep_resident(2 << 20)
+            .linear_memory_keep_resident(options.keep_resident_bytes)
             .table_keep_resident(64 << 10);
         let mut config = Config::new();
         config

@@ -1,0 +1,221 @@
+//! Engine benchmark: one validate, one mutate and one filter (50 slices × 10 endpoints) through
+//! the component with a fresh instance per call, next to the same guest code compiled natively,
+//! in one run. `cargo bench -p mcs-policy --bench engine`; results go in BENCHMARKS.md.
+
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use mcs_policy::engine::{EngineOptions, PolicyEngine, types};
+
+const BUDGET: Duration = Duration::from_secs(5);
+
+/// A realistic CREATE: a valid MCS with labels, annotations, ports and clusters (~2 KB).
+fn object() -> String {
+    serde_json::json!({
+        "apiVersion": "networking.karmada.io/v1alpha1",
+        "kind": "MultiClusterService",
+        "metadata": {
+            "name": "web", "namespace": "shop", "uid": "0b8c6f1e-8f0e-4b8e-9a5e-2f1d3c4b5a69",
+            "generation": 1, "creationTimestamp": "2024-05-01T10:00:00Z",
+            "labels": {"app.kubernetes.io/name": "web", "app.kubernetes.io/part-of": "shop", "team": "storefront"},
+            "annotations": {"kubectl.kubernetes.io/last-applied-configuration": "x".repeat(900)},
+            "managedFields": [{"manager": "kubectl", "operation": "Update", "apiVersion": "networking.karmada.io/v1alpha1", "time": "2024-05-01T10:00:00Z", "fieldsType": "FieldsV1", "fieldsV1": {"f:spec": {}}}]
+        },
+        "spec": {
+            "types": ["CrossCluster"],
+            "ports": [{"name": "http", "port": 80}, {"name": "https", "port": 443}, {"name": "metrics", "port": 9090}],
+            "providerClusters": [{"name": "member1"}, {"name": "member2"}],
+            "consumerClusters": [{"name": "member3"}, {"name": "member4"}]
+        }
+    })
+    .to_string()
+}
+
+/// Builds the filter input for either the host's WIT types or the guest's (same shape).
+macro_rules! filter_input {
+    ($t:path) => {{
+        use $t as t;
+        let slices: Vec<t::EndpointSlice> = (0..50)
+            .map(|s| t::EndpointSlice {
+                name: format!("web-{s:05}"),
+                namespace: "shop".into(),
+                labels: vec![
+                    ("kubernetes.io/service-name".into(), "web".into()),
+                    ("endpointslice.kubernetes.io/managed-by".into(), "endpointslice-controller.k8s.io".into()),
+                ],
+                annotations: vec![],
+                address_type: "IPv4".into(),
+                endpoints: (0..10)
+                    .map(|e| t::Endpoint {
+                        addresses: vec![format!("10.{s}.{e}.1")],
+                        conditions: t::EndpointConditions { ready: Some(true), serving: Some(true), terminating: Some(false) },
+                        hostname: None,
+                        node_name: Some(format!("node-{e}")),
+                        zone: Some("zone-a".into()),
+                        target_ref: Some(t::ObjectReference {
+                            kind: Some("Pod".into()),
+                            namespace: Some("shop".into()),
+                            name: Some(format!("web-{s}-{e}")),
+                            uid: Some(format!("00000000-0000-0000-0000-{s:06}{e:06}")),
+                            api_version: None,
+                            resource_version: None,
+                            field_path: None,
+                        }),
+                        hints: None,
+                        deprecated_topology: vec![],
+                    })
+                    .collect(),
+                ports: vec![
+                    t::EndpointPort { name: Some("http".into()), port: Some(8080), protocol: Some("TCP".into()), app_protocol: None },
+                    t::EndpointPort { name: Some("metrics".into()), port: Some(9100), protocol: Some("TCP".into()), app_protocol: None },
+                ],
+            })
+            .collect();
+        let mcs = t::McsRef {
+            name: "web".into(),
+            namespace: "shop".into(),
+            ports: vec![t::ExposurePort { name: "http".into(), port: 80 }],
+        };
+        let service_ports = vec![
+            t::ServicePort { name: "http".into(), port: 80 },
+            t::ServicePort { name: "metrics".into(), port: 9090 },
+        ];
+        (mcs, service_ports, slices)
+    }};
+}
+
+struct Stats {
+    median: Duration,
+    p99: Duration,
+}
+
+fn measure(iterations: usize, mut f: impl FnMut()) -> Stats {
+    for _ in 0..iterations / 10 {
+        f();
+    }
+    let mut samples: Vec<Duration> = (0..iterations)
+        .map(|_| {
+            let t = Instant::now();
+            f();
+            t.elapsed()
+        })
+        .collect();
+    samples.sort();
+    Stats {
+        median: samples[samples.len() / 2],
+        p99: samples[samples.len() * 99 / 100],
+    }
+}
+
+fn micros(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e6
+}
+
+fn row(name: &str, wasm: &Stats, native: &Stats) {
+    println!(
+        "| {name:<38} | {:>9.1} | {:>9.1} | {:>9.1} | {:>9.1} | {:>5.2}x |",
+        micros(wasm.median),
+        micros(wasm.p99),
+        micros(native.median),
+        micros(native.p99),
+        wasm.median.as_secs_f64() / native.median.as_secs_f64()
+    );
+}
+
+fn main() {
+    let started = Instant::now();
+    let engine = PolicyEngine::embedded(EngineOptions::default()).expect("embedded component");
+    println!("component load (compile + pre-instantiate): {:.1} ms", started.elapsed().as_secs_f64() * 1e3);
+    let object = object();
+    println!("validate request object: {} bytes", object.len());
+
+    let host_req = types::AdmissionRequest {
+        uid: "4b1f7c52-8a8e-4f57-9d7c-6e3c2d1b0a99".into(),
+        operation: types::Operation::Create,
+        object: object.clone(),
+        old_object: None,
+    };
+    let guest_req = guest::AdmissionRequest {
+        uid: host_req.uid.clone(),
+        operation: guest::Operation::Create,
+        object: object.clone(),
+        old_object: None,
+    };
+    let host_settings = types::Settings::default();
+    let host_context = types::Context::default();
+    let guest_settings = guest::Settings {
+        reject_empty_types: false,
+        reject_repeated_types: false,
+        reject_duplicate_cluster_names: false,
+        reject_unknown_port_names: false,
+        warn_unregistered_clusters: false,
+    };
+    let guest_context = guest::Context { registered_clusters: None, service_ports: None };
+    assert_eq!(engine.validate(&host_req, &host_settings, &host_context, BUDGET).unwrap(), Ok(vec![]));
+    assert_eq!(guest::validate_request(&guest_req, &guest_settings, &guest_context), Ok(vec![]));
+
+    println!();
+    println!("| call (fresh instance per wasm call)     | wasm p50  | wasm p99  | native p50| native p99| ratio  |");
+    println!("|----------------------------------------|-----------|-----------|-----------|-----------|--------|");
+    let noop_req = types::AdmissionRequest { operation: types::Operation::Delete, ..host_req.clone() };
+    let guest_noop = guest::AdmissionRequest { operation: guest::Operation::Delete, ..guest_req.clone() };
+    let wasm = measure(3000, || {
+        let _ = black_box(engine.validate(&noop_req, &host_settings, &host_context, BUDGET).unwrap());
+    });
+    let native = measure(3000, || {
+        let _ = black_box(guest::validate_request(black_box(&guest_noop), &guest_settings, &guest_context));
+    });
+    row("floor: DELETE, no policy work (µs)", &wasm, &native);
+
+    let wasm = measure(3000, || {
+        let _ = black_box(engine.validate(&host_req, &host_settings, &host_context, BUDGET).unwrap());
+    });
+    let native = measure(3000, || {
+        let _ = black_box(guest::validate_request(black_box(&guest_req), &guest_settings, &guest_context));
+    });
+    row("validate (µs)", &wasm, &native);
+
+    let wasm = measure(3000, || {
+        black_box(engine.mutate(&host_req, &host_settings, BUDGET).unwrap()).ok();
+    });
+    let native = measure(3000, || {
+        black_box(guest::mutate_request(black_box(&guest_req))).ok();
+    });
+    row("mutate (µs)", &wasm, &native);
+
+    let (h_mcs, h_ports, h_slices) = filter_input!(mcs_policy::engine::types);
+    let (g_mcs, g_ports, g_slices) = filter_input!(guest);
+    let copies = engine.filter(&h_mcs, Some(&h_ports), "member1", "member2", &h_slices, BUDGET).unwrap();
+    assert_eq!(copies.len(), 50);
+    let wasm = measure(500, || {
+        black_box(engine.filter(&h_mcs, Some(&h_ports), "member1", "member2", &h_slices, BUDGET).unwrap());
+    });
+    let native = measure(500, || {
+        black_box(guest::filter::filter(&g_mcs, Some(&g_ports), "member1", "member2", black_box(g_slices.clone())));
+    });
+    row("filter, 50 slices x 10 endpoints (µs)", &wasm, &native);
+    println!();
+    println!("native filter includes cloning its input (the wasm call copies it across the boundary).");
+
+    println!();
+    println!("instance reset strategy (pooling allocator, linear memory kept resident between instances):");
+    println!("| keep resident | floor p50 | validate p50 | validate p99 |");
+    println!("|---------------|-----------|--------------|--------------|");
+    for kib in [0usize, 64, 128, 256, 512, 2048] {
+        let options = EngineOptions { keep_resident_bytes: kib << 10, ..EngineOptions::default() };
+        let engine = PolicyEngine::embedded(options).expect("embedded component");
+        let floor = measure(3000, || {
+            let _ = black_box(engine.validate(&noop_req, &host_settings, &host_context, BUDGET).unwrap());
+        });
+        let full = measure(3000, || {
+            let _ = black_box(engine.validate(&host_req, &host_settings, &host_context, BUDGET).unwrap());
+        });
+        println!(
+            "| {:>9} KiB | {:>9.1} | {:>12.1} | {:>12.1} |",
+            kib,
+            micros(floor.median),
+            micros(full.median),
+            micros(full.p99)
+        );
+    }
+}
