@@ -8,6 +8,12 @@ wit_bindgen::generate!({
     additional_derives: [PartialEq],
 });
 
+#[cfg(target_arch = "wasm32")]
+mod bump;
+#[cfg(target_arch = "wasm32")]
+#[global_allocator]
+static ALLOCATOR: bump::Bump = bump::Bump::new();
+
 pub mod decode;
 pub mod defaults;
 pub mod field;

@@ -10,7 +10,8 @@ use std::time::{Duration, Instant};
 
 use wasmtime::component::{Component, Linker};
 use wasmtime::{
-    Config, Engine, InstanceAllocationStrategy, OptLevel, PoolingAllocationConfig, Store, Trap,
+    Config, Enabled, Engine, InstanceAllocationStrategy, OptLevel, PoolingAllocationConfig, Store,
+    Trap,
 };
 
 use super::EngineOptions;
@@ -82,6 +83,7 @@ impl Runtime {
             .linear_memory_keep_resident(options.keep_resident_bytes)
             .table_keep_resident(64 << 10);
         let mut config = Config::new();
+        pool.pagemap_scan(Enabled::Auto);
         config
             .cranelift_opt_level(OptLevel::Speed)
             .epoch_interruption(true)
