@@ -35,21 +35,19 @@ pub fn errors(mcs: &Mcs, rules: &Rules, known: &Known) -> Vec<FieldError> {
             }));
         }
     }
-    if rules.reject_unknown_port_names {
-        if let Some(service_ports) = &known.service_ports {
-            let supported: Vec<String> = service_ports
-                .iter()
-                .map(|(name, _)| name.clone())
-                .filter(|n| !n.is_empty())
-                .collect();
-            for (i, port) in spec.ports.iter().enumerate() {
-                if !port.name.is_empty() && !supported.contains(&port.name) {
-                    errs.push(FieldError::unsupported(
-                        child(&index("spec.ports", i), "name"),
-                        BadValue::Str(port.name.clone()),
-                        &supported,
-                    ));
-                }
+    if let (true, Some(service_ports)) = (rules.reject_unknown_port_names, &known.service_ports) {
+        let supported: Vec<String> = service_ports
+            .iter()
+            .map(|(name, _)| name.clone())
+            .filter(|n| !n.is_empty())
+            .collect();
+        for (i, port) in spec.ports.iter().enumerate() {
+            if !port.name.is_empty() && !supported.contains(&port.name) {
+                errs.push(FieldError::unsupported(
+                    child(&index("spec.ports", i), "name"),
+                    BadValue::Str(port.name.clone()),
+                    &supported,
+                ));
             }
         }
     }

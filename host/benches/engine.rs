@@ -41,14 +41,21 @@ macro_rules! filter_input {
                 namespace: "shop".into(),
                 labels: vec![
                     ("kubernetes.io/service-name".into(), "web".into()),
-                    ("endpointslice.kubernetes.io/managed-by".into(), "endpointslice-controller.k8s.io".into()),
+                    (
+                        "endpointslice.kubernetes.io/managed-by".into(),
+                        "endpointslice-controller.k8s.io".into(),
+                    ),
                 ],
                 annotations: vec![],
                 address_type: "IPv4".into(),
                 endpoints: (0..10)
                     .map(|e| t::Endpoint {
                         addresses: vec![format!("10.{s}.{e}.1")],
-                        conditions: t::EndpointConditions { ready: Some(true), serving: Some(true), terminating: Some(false) },
+                        conditions: t::EndpointConditions {
+                            ready: Some(true),
+                            serving: Some(true),
+                            terminating: Some(false),
+                        },
                         hostname: None,
                         node_name: Some(format!("node-{e}")),
                         zone: Some("zone-a".into()),
@@ -66,19 +73,38 @@ macro_rules! filter_input {
                     })
                     .collect(),
                 ports: vec![
-                    t::EndpointPort { name: Some("http".into()), port: Some(8080), protocol: Some("TCP".into()), app_protocol: None },
-                    t::EndpointPort { name: Some("metrics".into()), port: Some(9100), protocol: Some("TCP".into()), app_protocol: None },
+                    t::EndpointPort {
+                        name: Some("http".into()),
+                        port: Some(8080),
+                        protocol: Some("TCP".into()),
+                        app_protocol: None,
+                    },
+                    t::EndpointPort {
+                        name: Some("metrics".into()),
+                        port: Some(9100),
+                        protocol: Some("TCP".into()),
+                        app_protocol: None,
+                    },
                 ],
             })
             .collect();
         let mcs = t::McsRef {
             name: "web".into(),
             namespace: "shop".into(),
-            ports: vec![t::ExposurePort { name: "http".into(), port: 80 }],
+            ports: vec![t::ExposurePort {
+                name: "http".into(),
+                port: 80,
+            }],
         };
         let service_ports = vec![
-            t::ServicePort { name: "http".into(), port: 80 },
-            t::ServicePort { name: "metrics".into(), port: 9090 },
+            t::ServicePort {
+                name: "http".into(),
+                port: 80,
+            },
+            t::ServicePort {
+                name: "metrics".into(),
+                port: 9090,
+            },
         ];
         (mcs, service_ports, slices)
     }};
@@ -125,7 +151,10 @@ fn row(name: &str, wasm: &Stats, native: &Stats) {
 fn main() {
     let started = Instant::now();
     let engine = PolicyEngine::embedded(EngineOptions::default()).expect("embedded component");
-    println!("component load (compile + pre-instantiate): {:.1} ms", started.elapsed().as_secs_f64() * 1e3);
+    println!(
+        "component load (compile + pre-instantiate): {:.1} ms",
+        started.elapsed().as_secs_f64() * 1e3
+    );
     let object = object();
     println!("validate request object: {} bytes", object.len());
 
@@ -150,28 +179,65 @@ fn main() {
         reject_unknown_port_names: false,
         warn_unregistered_clusters: false,
     };
-    let guest_context = guest::Context { registered_clusters: None, service_ports: None };
-    assert_eq!(engine.validate(&host_req, &host_settings, &host_context, BUDGET).unwrap(), Ok(vec![]));
-    assert_eq!(guest::validate_request(&guest_req, &guest_settings, &guest_context), Ok(vec![]));
+    let guest_context = guest::Context {
+        registered_clusters: None,
+        service_ports: None,
+    };
+    assert_eq!(
+        engine
+            .validate(&host_req, &host_settings, &host_context, BUDGET)
+            .unwrap(),
+        Ok(vec![])
+    );
+    assert_eq!(
+        guest::validate_request(&guest_req, &guest_settings, &guest_context),
+        Ok(vec![])
+    );
 
     println!();
-    println!("| call (fresh instance per wasm call)     | wasm p50  | wasm p99  | native p50| native p99| ratio  |");
-    println!("|----------------------------------------|-----------|-----------|-----------|-----------|--------|");
-    let noop_req = types::AdmissionRequest { operation: types::Operation::Delete, ..host_req.clone() };
-    let guest_noop = guest::AdmissionRequest { operation: guest::Operation::Delete, ..guest_req.clone() };
+    println!(
+        "| call (fresh instance per wasm call)     | wasm p50  | wasm p99  | native p50| native p99| ratio  |"
+    );
+    println!(
+        "|----------------------------------------|-----------|-----------|-----------|-----------|--------|"
+    );
+    let noop_req = types::AdmissionRequest {
+        operation: types::Operation::Delete,
+        ..host_req.clone()
+    };
+    let guest_noop = guest::AdmissionRequest {
+        operation: guest::Operation::Delete,
+        ..guest_req.clone()
+    };
     let wasm = measure(3000, || {
-        let _ = black_box(engine.validate(&noop_req, &host_settings, &host_context, BUDGET).unwrap());
+        let _ = black_box(
+            engine
+                .validate(&noop_req, &host_settings, &host_context, BUDGET)
+                .unwrap(),
+        );
     });
     let native = measure(3000, || {
-        let _ = black_box(guest::validate_request(black_box(&guest_noop), &guest_settings, &guest_context));
+        let _ = black_box(guest::validate_request(
+            black_box(&guest_noop),
+            &guest_settings,
+            &guest_context,
+        ));
     });
     row("floor: DELETE, no policy work (µs)", &wasm, &native);
 
     let wasm = measure(3000, || {
-        let _ = black_box(engine.validate(&host_req, &host_settings, &host_context, BUDGET).unwrap());
+        let _ = black_box(
+            engine
+                .validate(&host_req, &host_settings, &host_context, BUDGET)
+                .unwrap(),
+        );
     });
     let native = measure(3000, || {
-        let _ = black_box(guest::validate_request(black_box(&guest_req), &guest_settings, &guest_context));
+        let _ = black_box(guest::validate_request(
+            black_box(&guest_req),
+            &guest_settings,
+            &guest_context,
+        ));
     });
     row("validate (µs)", &wasm, &native);
 
@@ -185,30 +251,71 @@ fn main() {
 
     let (h_mcs, h_ports, h_slices) = filter_input!(mcs_policy::engine::types);
     let (g_mcs, g_ports, g_slices) = filter_input!(guest);
-    let copies = engine.filter(&h_mcs, Some(&h_ports), "member1", "member2", &h_slices, BUDGET).unwrap();
+    let copies = engine
+        .filter(
+            &h_mcs,
+            Some(&h_ports),
+            "member1",
+            "member2",
+            &h_slices,
+            BUDGET,
+        )
+        .unwrap();
     assert_eq!(copies.len(), 50);
     let wasm = measure(500, || {
-        black_box(engine.filter(&h_mcs, Some(&h_ports), "member1", "member2", &h_slices, BUDGET).unwrap());
+        black_box(
+            engine
+                .filter(
+                    &h_mcs,
+                    Some(&h_ports),
+                    "member1",
+                    "member2",
+                    &h_slices,
+                    BUDGET,
+                )
+                .unwrap(),
+        );
     });
     let native = measure(500, || {
-        black_box(guest::filter::filter(&g_mcs, Some(&g_ports), "member1", "member2", black_box(g_slices.clone())));
+        black_box(guest::filter::filter(
+            &g_mcs,
+            Some(&g_ports),
+            "member1",
+            "member2",
+            black_box(g_slices.clone()),
+        ));
     });
     row("filter, 50 slices x 10 endpoints (µs)", &wasm, &native);
     println!();
-    println!("native filter includes cloning its input (the wasm call copies it across the boundary).");
+    println!(
+        "native filter includes cloning its input (the wasm call copies it across the boundary)."
+    );
 
     println!();
-    println!("instance reset strategy (pooling allocator, linear memory kept resident between instances):");
+    println!(
+        "instance reset strategy (pooling allocator, linear memory kept resident between instances):"
+    );
     println!("| keep resident | floor p50 | validate p50 | validate p99 |");
     println!("|---------------|-----------|--------------|--------------|");
     for kib in [0usize, 64, 128, 256, 512, 2048] {
-        let options = EngineOptions { keep_resident_bytes: kib << 10, ..EngineOptions::default() };
+        let options = EngineOptions {
+            keep_resident_bytes: kib << 10,
+            ..EngineOptions::default()
+        };
         let engine = PolicyEngine::embedded(options).expect("embedded component");
         let floor = measure(3000, || {
-            let _ = black_box(engine.validate(&noop_req, &host_settings, &host_context, BUDGET).unwrap());
+            let _ = black_box(
+                engine
+                    .validate(&noop_req, &host_settings, &host_context, BUDGET)
+                    .unwrap(),
+            );
         });
         let full = measure(3000, || {
-            let _ = black_box(engine.validate(&host_req, &host_settings, &host_context, BUDGET).unwrap());
+            let _ = black_box(
+                engine
+                    .validate(&host_req, &host_settings, &host_context, BUDGET)
+                    .unwrap(),
+            );
         });
         println!(
             "| {:>9} KiB | {:>9.1} | {:>12.1} | {:>12.1} |",

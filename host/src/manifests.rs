@@ -10,11 +10,27 @@ use serde_json::{Value, json};
 #[derive(Debug, clap::Args)]
 pub struct ManifestsArgs {
     /// Namespace of the Service in front of the webhook server.
-    #[arg(long, value_name = "NS")]
-    pub namespace: String,
+    #[arg(
+        long,
+        value_name = "NS",
+        required_unless_present = "url",
+        requires = "service"
+    )]
+    pub namespace: Option<String>,
     /// Name of that Service.
-    #[arg(long, value_name = "NAME")]
-    pub service: String,
+    #[arg(
+        long,
+        value_name = "NAME",
+        required_unless_present = "url",
+        requires = "namespace"
+    )]
+    pub service: Option<String>,
+    /// Base URL of the server instead of a Service reference (e.g.
+    /// `https://mcs-policy.example.com:8443`), for API servers that cannot resolve the
+    /// Service (Karmada's apiserver looks Services up in its own cluster). The paths are
+    /// appended.
+    #[arg(long, value_name = "URL", conflicts_with_all = ["namespace", "service"])]
+    pub url: Option<String>,
     /// PEM file with the CA that signed the serving certificate (becomes `caBundle`).
     #[arg(long, value_name = "FILE")]
     pub ca_bundle: PathBuf,
@@ -67,6 +83,23 @@ pub fn render(args: &ManifestsArgs) -> Result<String, ManifestsError> {
     Ok(format!("{}---\n{}", yaml(&validating)?, yaml(&mutating)?))
 }
 
+fn client_config(args: &ManifestsArgs, ca: &str, path: &str) -> Value {
+    match &args.url {
+        Some(url) => {
+            json!({ "url": format!("{}{path}", url.trim_end_matches('/')), "caBundle": ca })
+        }
+        None => json!({
+            "service": {
+                "namespace": args.namespace,
+                "name": args.service,
+                "path": path,
+                "port": args.port,
+            },
+            "caBundle": ca,
+        }),
+    }
+}
+
 fn configuration(args: &ManifestsArgs, ca: &str, kind: &str, path: &str) -> Value {
     let mut webhook = json!({
         "name": "multiclusterservice.karmada.io",
@@ -77,15 +110,7 @@ fn configuration(args: &ManifestsArgs, ca: &str, kind: &str, path: &str) -> Valu
             "resources": ["multiclusterservices"],
             "scope": "Namespaced",
         }],
-        "clientConfig": {
-            "service": {
-                "namespace": args.namespace,
-                "name": args.service,
-                "path": path,
-                "port": args.port,
-            },
-            "caBundle": ca,
-        },
+        "clientConfig": client_config(args, ca, path),
         "failurePolicy": "Fail",
         "sideEffects": "None",
         "admissionReviewVersions": ["v1"],

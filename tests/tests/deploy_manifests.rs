@@ -901,3 +901,59 @@ fn manifests_refuses_a_ca_bundle_that_is_not_pem() {
         "the message names the file and says what is wrong: {stderr}"
     );
 }
+
+#[test]
+fn manifests_can_point_at_a_url_for_api_servers_that_cannot_resolve_the_service() {
+    let pem = rcgen::generate_simple_self_signed(vec!["localhost".into()])
+        .expect("self-signed certificate")
+        .cert
+        .pem();
+    let ca = temp_dir().join("url-ca.crt");
+    std::fs::write(&ca, &pem).unwrap();
+    let out = mcs_policy(&[
+        "manifests",
+        "--url",
+        "https://mcs-policy.example.com:8443/",
+        "--ca-bundle",
+        ca.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let docs = documents_of(&String::from_utf8(out.stdout).unwrap(), "manifests --url");
+    let urls: Vec<&str> = docs
+        .iter()
+        .map(|d| d["webhooks"][0]["clientConfig"]["url"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        urls,
+        [
+            "https://mcs-policy.example.com:8443/validate-multiclusterservice",
+            "https://mcs-policy.example.com:8443/mutate-multiclusterservice"
+        ]
+    );
+    assert!(
+        docs.iter()
+            .all(|d| d["webhooks"][0]["clientConfig"].get("service").is_none())
+    );
+
+    let both = mcs_policy(&[
+        "manifests",
+        "--url",
+        "https://x",
+        "--namespace",
+        "n",
+        "--service",
+        "s",
+        "--ca-bundle",
+        ca.to_str().unwrap(),
+    ]);
+    assert!(
+        !both.status.success(),
+        "--url with a Service reference must be refused"
+    );
+    let neither = mcs_policy(&["manifests", "--ca-bundle", ca.to_str().unwrap()]);
+    assert!(!neither.status.success(), "a target is required");
+}

@@ -174,10 +174,17 @@ fn deeply_nested_json_is_a_decode_error_not_a_stack_overflow() {
         r#"{{"apiVersion":"networking.karmada.io/v1alpha1","kind":"MultiClusterService","spec":{{"x":{nested}}}}}"#
     );
     let verdict = policy_engine()
-        .validate(&create(object), &Settings::default(), &Context::default(), Duration::from_secs(5))
+        .validate(
+            &create(object),
+            &Settings::default(),
+            &Context::default(),
+            Duration::from_secs(5),
+        )
         .expect("no trap");
     match verdict {
-        Err(mcs_policy::engine::types::Denial::Malformed(msg)) => assert!(msg.contains("recursion limit"), "{msg}"),
+        Err(mcs_policy::engine::types::Denial::Malformed(msg)) => {
+            assert!(msg.contains("recursion limit"), "{msg}")
+        }
         other => panic!("expected a decode error, got {other:?}"),
     }
 }
@@ -189,11 +196,21 @@ fn a_ten_mib_name_is_denied_with_a_message() {
         r#"{{"apiVersion":"networking.karmada.io/v1alpha1","kind":"MultiClusterService","metadata":{{"name":"{name}","namespace":"ns"}},"spec":{{"types":["CrossCluster"]}}}}"#
     );
     let verdict = policy_engine()
-        .validate(&create(object), &Settings::default(), &Context::default(), Duration::from_secs(10))
+        .validate(
+            &create(object),
+            &Settings::default(),
+            &Context::default(),
+            Duration::from_secs(10),
+        )
         .expect("no trap");
     match verdict {
         Err(mcs_policy::engine::types::Denial::Forbidden(r)) => {
-            assert!(r.message.starts_with("metadata.name: Invalid value: \"aaaa"), "{}", &r.message[..80]);
+            assert!(
+                r.message
+                    .starts_with("metadata.name: Invalid value: \"aaaa"),
+                "{}",
+                &r.message[..80]
+            );
             assert!(r.message.ends_with("must be no more than 63 characters"));
         }
         other => panic!("expected a denial, got {other:?}"),

@@ -42,7 +42,12 @@ fn fixture(name: &str) -> AdmissionCase {
 }
 
 fn stdout_json(out: &Output) -> Value {
-    assert!(out.status.success(), "exit {}: {}", out.status, String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "exit {}: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
     serde_json::from_slice(&out.stdout).expect("stdout is JSON")
 }
 
@@ -50,7 +55,10 @@ fn stdout_json(out: &Output) -> Value {
 fn eval_validate_answers_a_denied_request_with_exit_zero() {
     let case = fixture("rejects_duplicate_port_names");
     let file = temp("dup.json", &serde_json::to_vec(&case.review).unwrap());
-    let out = stdout_json(&mcs_policy(&["eval", "validate", file.to_str().unwrap()], None));
+    let out = stdout_json(&mcs_policy(
+        &["eval", "validate", file.to_str().unwrap()],
+        None,
+    ));
     assert_eq!(out["kind"], "AdmissionReview");
     assert_eq!(out["response"]["uid"], case.review["request"]["uid"]);
     assert_eq!(out["response"]["allowed"], false);
@@ -62,7 +70,10 @@ fn eval_validate_answers_a_denied_request_with_exit_zero() {
 fn eval_reads_yaml_from_stdin() {
     let case = fixture("rejects_duplicate_port_names");
     let yaml = serde_yaml::to_string(&case.review).unwrap();
-    let out = stdout_json(&mcs_policy(&["eval", "validate", "-"], Some(yaml.as_bytes())));
+    let out = stdout_json(&mcs_policy(
+        &["eval", "validate", "-"],
+        Some(yaml.as_bytes()),
+    ));
     assert_eq!(out["response"]["status"]["message"], case.expect["message"]);
 }
 
@@ -74,20 +85,33 @@ fn eval_mutate_prints_a_base64_json_patch() {
         .expect("a fixture that patches")
         .case;
     let file = temp("mutate.json", &serde_json::to_vec(&case.review).unwrap());
-    let out = stdout_json(&mcs_policy(&["eval", "mutate", file.to_str().unwrap()], None));
+    let out = stdout_json(&mcs_policy(
+        &["eval", "mutate", file.to_str().unwrap()],
+        None,
+    ));
     assert_eq!(out["response"]["allowed"], true);
     assert_eq!(out["response"]["patchType"], "JSONPatch");
-    assert!(out["response"]["patch"].as_str().is_some_and(|p| !p.is_empty()));
+    assert!(
+        out["response"]["patch"]
+            .as_str()
+            .is_some_and(|p| !p.is_empty())
+    );
 }
 
 #[test]
 fn eval_applies_the_strict_policy_when_asked() {
     let case = fixture("allows_empty_types_in_compatible_policy");
-    let file = temp("empty-types.json", &serde_json::to_vec(&case.review).unwrap());
+    let file = temp(
+        "empty-types.json",
+        &serde_json::to_vec(&case.review).unwrap(),
+    );
     let f = file.to_str().unwrap();
     let compatible = stdout_json(&mcs_policy(&["eval", "validate", f], None));
     assert_eq!(compatible["response"]["allowed"], true);
-    let strict = stdout_json(&mcs_policy(&["eval", "validate", "--policy", "strict", f], None));
+    let strict = stdout_json(&mcs_policy(
+        &["eval", "validate", "--policy", "strict", f],
+        None,
+    ));
     assert_eq!(strict["response"]["allowed"], false);
     assert_eq!(strict["response"]["status"]["code"], 403);
 }
@@ -95,17 +119,46 @@ fn eval_applies_the_strict_policy_when_asked() {
 #[test]
 fn eval_fails_clearly_on_unreadable_input() {
     for (args, stdin, needle) in [
-        (vec!["eval", "validate", "/nonexistent/request.json"], None, "/nonexistent/request.json"),
-        (vec!["eval", "validate", "-"], Some(&b"{not json: [unclosed"[..]), "neither JSON nor YAML"),
-        (vec!["eval", "validate", "-"], Some(&br#"{"apiVersion":"v1","kind":"Pod"}"#[..]), "not a usable AdmissionReview"),
-        (vec!["eval", "mutate", "-"], Some(&b""[..]), "AdmissionReview"),
-        (vec!["eval", "validate", "--policy", "/nonexistent/policy.yaml", "-"], Some(&b"{}"[..]), "policy"),
+        (
+            vec!["eval", "validate", "/nonexistent/request.json"],
+            None,
+            "/nonexistent/request.json",
+        ),
+        (
+            vec!["eval", "validate", "-"],
+            Some(&b"{not json: [unclosed"[..]),
+            "neither JSON nor YAML",
+        ),
+        (
+            vec!["eval", "validate", "-"],
+            Some(&br#"{"apiVersion":"v1","kind":"Pod"}"#[..]),
+            "not a usable AdmissionReview",
+        ),
+        (
+            vec!["eval", "mutate", "-"],
+            Some(&b""[..]),
+            "AdmissionReview",
+        ),
+        (
+            vec![
+                "eval",
+                "validate",
+                "--policy",
+                "/nonexistent/policy.yaml",
+                "-",
+            ],
+            Some(&b"{}"[..]),
+            "policy",
+        ),
     ] {
         let out = mcs_policy(&args, stdin);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(!out.status.success(), "{args:?} should fail");
         assert!(out.stdout.is_empty(), "{args:?} printed to stdout");
-        assert!(stderr.contains(needle), "{args:?}: stderr {stderr:?} lacks {needle:?}");
+        assert!(
+            stderr.contains(needle),
+            "{args:?}: stderr {stderr:?} lacks {needle:?}"
+        );
     }
 }
 
@@ -117,15 +170,23 @@ fn eval_filter_prints_the_copies() {
         .expect("a filter fixture with copies")
         .case;
     let file = temp("filter.json", &serde_json::to_vec(&input.input).unwrap());
-    let out = stdout_json(&mcs_policy(&["eval", "filter", file.to_str().unwrap()], None));
+    let out = stdout_json(&mcs_policy(
+        &["eval", "filter", file.to_str().unwrap()],
+        None,
+    ));
     assert_eq!(out, Value::Array(input.expect));
 }
 
 #[test]
 fn component_command_writes_the_embedded_component() {
-    let path = std::env::temp_dir().join(format!("mcs-policy-component-{}.wasm", std::process::id()));
+    let path =
+        std::env::temp_dir().join(format!("mcs-policy-component-{}.wasm", std::process::id()));
     let out = mcs_policy(&["component", "--out", path.to_str().unwrap()], None);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let bytes = std::fs::read(&path).unwrap();
     assert_eq!(bytes, mcs_policy::engine::EMBEDDED_COMPONENT);
     let to_stdout = mcs_policy(&["component", "--out", "-"], None);

@@ -31,7 +31,10 @@ impl Drop for Server {
 fn temp_dir(tag: &str) -> PathBuf {
     static COUNTER: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let dir = std::env::temp_dir().join(format!("mcs-policy-webhook-{}-{tag}-{n}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!(
+        "mcs-policy-webhook-{}-{tag}-{n}",
+        std::process::id()
+    ));
     std::fs::create_dir_all(&dir).unwrap();
     dir
 }
@@ -43,7 +46,11 @@ impl Server {
         let tls = dir.join("tls");
         let mut args: Vec<String> = vec!["serve".into(), "--listen".into(), "127.0.0.1:0".into()];
         if !extra.contains(&"--tls-cert") {
-            args.extend(["--self-signed".into(), "--self-signed-dir".into(), tls.display().to_string()]);
+            args.extend([
+                "--self-signed".into(),
+                "--self-signed-dir".into(),
+                tls.display().to_string(),
+            ]);
         }
         args.extend(extra.iter().map(|s| s.to_string()));
         let mut child = Command::new(binary("mcs-policy"))
@@ -104,7 +111,12 @@ fn review_with_uid(uid: &str) -> Value {
 }
 
 async fn post(client: &Client, url: &str, body: &Value) -> (StatusCode, Value) {
-    let resp = client.post(url).json(body).send().await.expect("request sent");
+    let resp = client
+        .post(url)
+        .json(body)
+        .send()
+        .await
+        .expect("request sent");
     let status = resp.status();
     (status, resp.json().await.expect("JSON answer"))
 }
@@ -121,16 +133,34 @@ async fn serves_every_admission_path_over_http1_and_h2() {
     for http2 in [false, true] {
         let c = client(&server.ca(), http2);
         for path in ["/validate", "/validate-multiclusterservice"] {
-            let resp = c.post(server.url(path)).json(&denied.review).send().await.unwrap();
-            assert_eq!(resp.version(), if http2 { Version::HTTP_2 } else { Version::HTTP_11 });
+            let resp = c
+                .post(server.url(path))
+                .json(&denied.review)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(
+                resp.version(),
+                if http2 {
+                    Version::HTTP_2
+                } else {
+                    Version::HTTP_11
+                }
+            );
             assert_eq!(resp.status(), StatusCode::OK);
             let body: Value = resp.json().await.unwrap();
             assert_eq!(body["apiVersion"], "admission.k8s.io/v1");
             assert_eq!(body["kind"], "AdmissionReview");
-            assert_eq!(body["response"]["uid"], denied.review["request"]["uid"], "{path}: uid echoed");
+            assert_eq!(
+                body["response"]["uid"], denied.review["request"]["uid"],
+                "{path}: uid echoed"
+            );
             assert_eq!(body["response"]["allowed"], false);
             assert_eq!(body["response"]["status"]["code"], 403);
-            assert_eq!(body["response"]["status"]["message"], denied.expect["message"]);
+            assert_eq!(
+                body["response"]["status"]["message"],
+                denied.expect["message"]
+            );
         }
         for path in ["/mutate", "/mutate-multiclusterservice"] {
             let (status, body) = post(&c, &server.url(path), &patched.review).await;
@@ -143,7 +173,9 @@ async fn serves_every_admission_path_over_http1_and_h2() {
             let patch: json_patch::Patch = serde_json::from_slice(&bytes).unwrap();
             let mut object = patched.review["request"]["object"].clone();
             json_patch::patch(&mut object, &patch).expect("patch applies to the object as sent");
-            let id = object["metadata"]["labels"]["multiclusterservice.karmada.io/permanent-id"].as_str().unwrap();
+            let id = object["metadata"]["labels"]["multiclusterservice.karmada.io/permanent-id"]
+                .as_str()
+                .unwrap();
             assert!(tests::fixtures::is_lower_uuid(id), "{id}");
         }
     }
@@ -155,18 +187,40 @@ async fn answers_bad_input_clearly_and_keeps_serving() {
     let c = client(&server.ca(), false);
     let url = server.url("/validate");
 
-    let resp = c.post(&url).body("{not json").header("content-type", "application/json").send().await.unwrap();
+    let resp = c
+        .post(&url)
+        .body("{not json")
+        .header("content-type", "application/json")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(resp.status(), StatusCode::BAD_REQUEST);
     let body: Value = resp.json().await.unwrap();
-    assert!(body["response"]["status"]["message"].as_str().unwrap().contains("not valid JSON"));
+    assert!(
+        body["response"]["status"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("not valid JSON")
+    );
 
-    let (status, body) = post(&c, &url, &json!({"apiVersion": "admission.k8s.io/v1", "kind": "Pod"})).await;
+    let (status, body) = post(
+        &c,
+        &url,
+        &json!({"apiVersion": "admission.k8s.io/v1", "kind": "Pod"}),
+    )
+    .await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
-    assert!(body["response"]["status"]["message"].as_str().unwrap().contains("AdmissionReview"));
+    assert!(
+        body["response"]["status"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("AdmissionReview")
+    );
 
     // A Service where an MCS belongs: an admission-level 400 (Karmada's decode error), HTTP 200.
     let mut review = review_with_uid("wrong-kind");
-    review["request"]["object"] = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"}});
+    review["request"]["object"] =
+        json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"}});
     let (status, body) = post(&c, &url, &review).await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(body["response"]["uid"], "wrong-kind");
@@ -177,7 +231,13 @@ async fn answers_bad_input_clearly_and_keeps_serving() {
     // which some clients report as a send error; over h2 the answer arrives on the stream.
     let huge = vec![b' '; 4 << 20];
     let h2 = client(&server.ca(), true);
-    let resp = h2.post(&url).body(huge).header("content-type", "application/json").send().await.unwrap();
+    let resp = h2
+        .post(&url)
+        .body(huge)
+        .header("content-type", "application/json")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(resp.status(), StatusCode::PAYLOAD_TOO_LARGE);
 
     let resp = c.get(&url).send().await.unwrap();
@@ -195,15 +255,33 @@ async fn answers_bad_input_clearly_and_keeps_serving() {
 async fn health_readiness_and_metrics() {
     let server = Server::start("health", &[]);
     let c = client(&server.ca(), true);
-    assert_eq!(c.get(server.url("/healthz")).send().await.unwrap().status(), StatusCode::OK);
-    assert_eq!(c.get(server.url("/readyz")).send().await.unwrap().status(), StatusCode::OK);
+    assert_eq!(
+        c.get(server.url("/healthz")).send().await.unwrap().status(),
+        StatusCode::OK
+    );
+    assert_eq!(
+        c.get(server.url("/readyz")).send().await.unwrap().status(),
+        StatusCode::OK
+    );
     post(&c, &server.url("/validate"), &review_with_uid("m1")).await;
-    let metrics = c.get(server.url("/metrics")).send().await.unwrap().text().await.unwrap();
+    let metrics = c
+        .get(server.url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
     assert!(
-        metrics.contains(r#"mcs_policy_admission_requests_total{path="/validate",outcome="denied"} 1"#),
+        metrics.contains(
+            r#"mcs_policy_admission_requests_total{path="/validate",outcome="denied"} 1"#
+        ),
         "{metrics}"
     );
-    assert!(metrics.contains("mcs_policy_evaluation_duration_seconds_bucket"), "{metrics}");
+    assert!(
+        metrics.contains("mcs_policy_evaluation_duration_seconds_bucket"),
+        "{metrics}"
+    );
 }
 
 /// Writes a fresh CA + localhost certificate into `dir` and returns the CA path.
@@ -223,10 +301,22 @@ async fn rotated_certificates_are_served_without_dropping_connections() {
     std::fs::copy(first.join("tls.key"), &key).unwrap();
     let server = Server::start(
         "rotate",
-        &["--tls-cert", cert.to_str().unwrap(), "--tls-key", key.to_str().unwrap(), "--reload-interval", "100ms"],
+        &[
+            "--tls-cert",
+            cert.to_str().unwrap(),
+            "--tls-key",
+            key.to_str().unwrap(),
+            "--reload-interval",
+            "100ms",
+        ],
     );
     let old = client(&ca1, true);
-    assert_eq!(post(&old, &server.url("/validate"), &review_with_uid("before")).await.0, StatusCode::OK);
+    assert_eq!(
+        post(&old, &server.url("/validate"), &review_with_uid("before"))
+            .await
+            .0,
+        StatusCode::OK
+    );
 
     // Rotate: key first, then certificate, as a Secret volume update may land.
     std::fs::copy(second.join("tls.key"), &key).unwrap();
@@ -237,7 +327,10 @@ async fn rotated_certificates_are_served_without_dropping_connections() {
         if fresh.get(server.url("/healthz")).send().await.is_ok() {
             break;
         }
-        assert!(Instant::now() < deadline, "the rotated certificate was never served");
+        assert!(
+            Instant::now() < deadline,
+            "the rotated certificate was never served"
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     // The h2 connection opened before the rotation still works.
@@ -245,7 +338,13 @@ async fn rotated_certificates_are_served_without_dropping_connections() {
     assert_eq!(status, StatusCode::OK);
     assert_eq!(body["response"]["uid"], "after");
     // New connections trusting only the old CA are refused.
-    assert!(client(&ca1, false).get(server.url("/healthz")).send().await.is_err());
+    assert!(
+        client(&ca1, false)
+            .get(server.url("/healthz"))
+            .send()
+            .await
+            .is_err()
+    );
     for d in [first, second, live] {
         std::fs::remove_dir_all(d).ok();
     }
@@ -258,39 +357,75 @@ async fn a_changed_component_is_loaded_and_a_broken_one_refused() {
     std::fs::write(&component, mcs_policy::engine::EMBEDDED_COMPONENT).unwrap();
     let server = Server::start(
         "reload",
-        &["--component", component.to_str().unwrap(), "--reload-interval", "100ms"],
+        &[
+            "--component",
+            component.to_str().unwrap(),
+            "--reload-interval",
+            "100ms",
+        ],
     );
     let c = client(&server.ca(), true);
     let url = server.url("/validate");
-    assert_eq!(post(&c, &url, &review_with_uid("trap")).await.1["response"]["status"]["code"], 403);
+    assert_eq!(
+        post(&c, &url, &review_with_uid("trap")).await.1["response"]["status"]["code"],
+        403
+    );
 
     std::fs::copy(HOSTILE_COMPONENT, &component).unwrap();
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
-        let code = post(&c, &url, &review_with_uid("trap")).await.1["response"]["status"]["code"].clone();
+        let code =
+            post(&c, &url, &review_with_uid("trap")).await.1["response"]["status"]["code"].clone();
         if code == 500 {
             break;
         }
-        assert!(Instant::now() < deadline, "the new component was never loaded");
+        assert!(
+            Instant::now() < deadline,
+            "the new component was never loaded"
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 
     std::fs::write(&component, b"not a component").unwrap();
     tokio::time::sleep(Duration::from_millis(600)).await;
     // The hostile component keeps serving: "trap" still traps, anything else is allowed.
-    assert_eq!(post(&c, &url, &review_with_uid("trap")).await.1["response"]["status"]["code"], 500);
-    assert_eq!(post(&c, &url, &review_with_uid("fine")).await.1["response"]["allowed"], true);
-    let metrics = c.get(server.url("/metrics")).send().await.unwrap().text().await.unwrap();
-    assert!(metrics.contains(r#"mcs_policy_reloads_total{what="component",result="failure"}"#), "{metrics}");
+    assert_eq!(
+        post(&c, &url, &review_with_uid("trap")).await.1["response"]["status"]["code"],
+        500
+    );
+    assert_eq!(
+        post(&c, &url, &review_with_uid("fine")).await.1["response"]["allowed"],
+        true
+    );
+    let metrics = c
+        .get(server.url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains(r#"mcs_policy_reloads_total{what="component",result="failure"}"#),
+        "{metrics}"
+    );
     std::fs::remove_dir_all(dir).ok();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_hostile_component_is_answered_within_the_deadline_while_others_succeed() {
-    let server = Server::start("hostile", &["--component", HOSTILE_COMPONENT, "--memory-limit-mib", "32"]);
+    let server = Server::start(
+        "hostile",
+        &["--component", HOSTILE_COMPONENT, "--memory-limit-mib", "32"],
+    );
     let c = client(&server.ca(), true);
     // Open the h2 connection first: the deadline is the server's, not the handshake's.
-    assert_eq!(post(&c, &server.url("/validate"), &review_with_uid("warm-up")).await.0, StatusCode::OK);
+    assert_eq!(
+        post(&c, &server.url("/validate"), &review_with_uid("warm-up"))
+            .await
+            .0,
+        StatusCode::OK
+    );
     let slow = {
         let c = c.clone();
         let url = server.url("/validate?timeout=1s");
@@ -306,7 +441,9 @@ async fn a_hostile_component_is_answered_within_the_deadline_while_others_succee
     for i in 0..20 {
         let c = c.clone();
         let url = server.url("/validate");
-        fine.push(tokio::spawn(async move { post(&c, &url, &review_with_uid(&format!("ok-{i}"))).await }));
+        fine.push(tokio::spawn(async move {
+            post(&c, &url, &review_with_uid(&format!("ok-{i}"))).await
+        }));
     }
     for f in fine {
         let (status, body) = f.await.unwrap();
@@ -314,21 +451,39 @@ async fn a_hostile_component_is_answered_within_the_deadline_while_others_succee
         assert_eq!(body["response"]["allowed"], true);
     }
     let (took, body) = slow.await.unwrap();
-    assert!(took < Duration::from_millis(1000), "answered after {took:?}, past the API server's timeout");
+    assert!(
+        took < Duration::from_millis(1000),
+        "answered after {took:?}, past the API server's timeout"
+    );
     assert_eq!(body["response"]["allowed"], false);
     assert_eq!(body["response"]["status"]["code"], 500);
-    assert!(body["response"]["status"]["message"].as_str().unwrap().contains("time budget"), "{body}");
+    assert!(
+        body["response"]["status"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("time budget"),
+        "{body}"
+    );
 
     for (uid, needle) in [("oom", "memory limit"), ("trap", "trapped")] {
         let (_, body) = post(&c, &server.url("/mutate"), &review_with_uid(uid)).await;
         assert_eq!(body["response"]["status"]["code"], 500);
-        assert!(body["response"]["status"]["message"].as_str().unwrap().contains(needle), "{body}");
+        assert!(
+            body["response"]["status"]["message"]
+                .as_str()
+                .unwrap()
+                .contains(needle),
+            "{body}"
+        );
     }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_full_server_answers_overloaded_at_once() {
-    let server = Server::start("overload", &["--component", HOSTILE_COMPONENT, "--max-concurrency", "1"]);
+    let server = Server::start(
+        "overload",
+        &["--component", HOSTILE_COMPONENT, "--max-concurrency", "1"],
+    );
     let c = client(&server.ca(), true);
     let busy = {
         let c = c.clone();
@@ -337,10 +492,24 @@ async fn a_full_server_answers_overloaded_at_once() {
     };
     tokio::time::sleep(Duration::from_millis(300)).await;
     let started = Instant::now();
-    let (_, body) = post(&c, &server.url("/validate?timeout=1s"), &review_with_uid("queued")).await;
-    assert!(started.elapsed() < Duration::from_millis(900), "overload answer took {:?}", started.elapsed());
+    let (_, body) = post(
+        &c,
+        &server.url("/validate?timeout=1s"),
+        &review_with_uid("queued"),
+    )
+    .await;
+    assert!(
+        started.elapsed() < Duration::from_millis(900),
+        "overload answer took {:?}",
+        started.elapsed()
+    );
     assert_eq!(body["response"]["status"]["code"], 429);
-    assert!(body["response"]["status"]["message"].as_str().unwrap().contains("overloaded"));
+    assert!(
+        body["response"]["status"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("overloaded")
+    );
     assert_eq!(busy.await.unwrap().1["response"]["status"]["code"], 500);
 }
 
@@ -355,7 +524,13 @@ async fn sigterm_drains_in_flight_requests_then_exits() {
     };
     tokio::time::sleep(Duration::from_millis(300)).await;
     let pid = server.child.id().to_string();
-    assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+    assert!(
+        Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
     let (status, body) = in_flight.await.unwrap();
     assert_eq!(status, StatusCode::OK, "the in-flight request was answered");
     assert_eq!(body["response"]["status"]["code"], 500);
@@ -364,7 +539,10 @@ async fn sigterm_drains_in_flight_requests_then_exits() {
         if let Some(exit) = server.child.try_wait().unwrap() {
             break exit;
         }
-        assert!(Instant::now() < deadline, "server did not exit after SIGTERM");
+        assert!(
+            Instant::now() < deadline,
+            "server did not exit after SIGTERM"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
     assert!(exit.success(), "exit status {exit}");
