@@ -30,7 +30,7 @@ cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
 step "build every binary (the tests run the real ones)"
-cargo build --workspace --bins --locked
+cargo build --workspace --bins --examples --locked
 
 step "unit, doc and integration tests"
 cargo test --workspace --locked

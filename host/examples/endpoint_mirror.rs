@@ -52,20 +52,43 @@ async fn client(path: &PathBuf) -> anyhow::Result<Client> {
 }
 
 /// One pass: read the provider's slices, ask the component for the copies, apply them.
-async fn sync(args: &Args, engine: &PolicyEngine, provider: &Api<EndpointSlice>, consumer: &Api<EndpointSlice>) -> anyhow::Result<usize> {
+async fn sync(
+    args: &Args,
+    engine: &PolicyEngine,
+    provider: &Api<EndpointSlice>,
+    consumer: &Api<EndpointSlice>,
+) -> anyhow::Result<usize> {
     let selector = format!("kubernetes.io/service-name={}", args.service);
-    let slices = provider.list(&ListParams::default().labels(&selector)).await?;
+    let slices = provider
+        .list(&ListParams::default().labels(&selector))
+        .await?;
     let input: Vec<_> = slices.items.iter().map(convert::slice_to_wit).collect();
     let mcs = McsRef {
         name: args.service.clone(),
         namespace: args.namespace.clone(),
-        ports: args.ports.iter().map(|name| ExposurePort { name: name.clone(), port: 0 }).collect(),
+        ports: args
+            .ports
+            .iter()
+            .map(|name| ExposurePort {
+                name: name.clone(),
+                port: 0,
+            })
+            .collect(),
     };
-    let copies = engine.filter(&mcs, None, &args.provider_name, &args.consumer_name, &input, Duration::from_secs(1))?;
+    let copies = engine.filter(
+        &mcs,
+        None,
+        &args.provider_name,
+        &args.consumer_name,
+        &input,
+        Duration::from_secs(1),
+    )?;
     let apply = PatchParams::apply("endpoint-mirror-example").force();
     for copy in &copies {
         let object = convert::slice_from_wit(copy.clone());
-        consumer.patch(&copy.name, &apply, &Patch::Apply(&object)).await?;
+        consumer
+            .patch(&copy.name, &apply, &Patch::Apply(&object))
+            .await?;
     }
     Ok(copies.len())
 }
@@ -75,11 +98,17 @@ async fn main() -> anyhow::Result<()> {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let args = Args::parse();
     let engine = PolicyEngine::embedded(EngineOptions::default())?;
-    let provider: Api<EndpointSlice> = Api::namespaced(client(&args.provider_kubeconfig).await?, &args.namespace);
-    let consumer: Api<EndpointSlice> = Api::namespaced(client(&args.consumer_kubeconfig).await?, &args.namespace);
+    let provider: Api<EndpointSlice> =
+        Api::namespaced(client(&args.provider_kubeconfig).await?, &args.namespace);
+    let consumer: Api<EndpointSlice> =
+        Api::namespaced(client(&args.consumer_kubeconfig).await?, &args.namespace);
 
     let selector = format!("kubernetes.io/service-name={}", args.service);
-    let mut changes = watcher(provider.clone(), watcher::Config::default().labels(&selector)).boxed();
+    let mut changes = watcher(
+        provider.clone(),
+        watcher::Config::default().labels(&selector),
+    )
+    .boxed();
     // Every change in the provider triggers a full pass: simple, and idempotent.
     while changes.try_next().await?.is_some() {
         match sync(&args, &engine, &provider, &consumer).await {
