@@ -21,6 +21,7 @@ pub mod filter;
 mod gofmt;
 mod meta;
 pub mod names;
+pub mod plan;
 mod schema;
 mod strict;
 mod time;
@@ -30,7 +31,7 @@ use exports::karmada::mcs_policy::policy::Guest;
 pub use exports::karmada::mcs_policy::policy::{
     AdmissionRequest, Context, Denial, Endpoint, EndpointConditions, EndpointHints, EndpointPort,
     EndpointSlice, ErrorType, ExposurePort, FieldError, McsRef, ObjectReference, Operation,
-    PatchOp, PatchOperation, Rejection, ServicePort, Settings,
+    PatchOp, PatchOperation, Rejection, ServicePort, Settings, SyncPlan,
 };
 
 /// The exported component.
@@ -67,10 +68,32 @@ impl Guest for Policy {
             slices,
         )
     }
+
+    fn plan(mcs: String, registered_clusters: Vec<String>) -> Result<SyncPlan, String> {
+        plan_sync(&mcs, &registered_clusters)
+    }
+
+    fn prune(mcs: McsRef, existing: Vec<EndpointSlice>, desired: Vec<String>) -> Vec<String> {
+        plan::prune(&mcs, &existing, &desired)
+    }
 }
 
 #[cfg(target_arch = "wasm32")]
 export!(Policy);
+
+/// `plan` on WIT records.
+pub fn plan_sync(mcs: &str, registered: &[String]) -> Result<SyncPlan, String> {
+    plan::plan(mcs, registered).map(|p| SyncPlan {
+        active: p.active,
+        deleting: p.deleting,
+        invalid: p.invalid,
+        mcs: p.mcs,
+        providers: p.providers,
+        consumers: p.consumers,
+        unknown_providers: p.unknown_providers,
+        unknown_consumers: p.unknown_consumers,
+    })
+}
 
 /// `validate` on WIT records; also the native entry point for benchmarks and tests.
 pub fn validate_request(

@@ -30,8 +30,16 @@ fn component() -> &'static Path {
 /// to the wasmtime CLI at all. They run through the other hosts (fixtures.rs, tests/js).
 const MAX_ARG_BYTES: usize = 128 * 1024 - 1;
 
-fn fits_on_command_line(call: &str) -> bool {
-    call.len() <= MAX_ARG_BYTES
+/// `invoke`, or `None` (said on stderr) when the call cannot fit in one argument.
+fn invoke_unless_too_large(case: &str, call: &str) -> Option<String> {
+    if call.len() > MAX_ARG_BYTES {
+        eprintln!(
+            "{case}: {} bytes, too large for one command-line argument",
+            call.len()
+        );
+        return None;
+    }
+    Some(invoke(call))
 }
 
 fn invoke(call: &str) -> String {
@@ -148,16 +156,10 @@ fn wasmtime_cli_validates_every_fixture_like_the_host() {
     let cases = load::<AdmissionCase>("validate");
     let failures = parallel(&cases, |f| {
         let (request, settings, context) = admission_args(&f.case);
-        let call = format!("validate({request}, {settings}, {context})");
-        if !fits_on_command_line(&call) {
-            eprintln!(
-                "{}: {} bytes, too large for one command-line argument",
-                f.name,
-                call.len()
-            );
-            return None;
-        }
-        let out = invoke(&call);
+        let out = invoke_unless_too_large(
+            &f.name,
+            &format!("validate({request}, {settings}, {context})"),
+        )?;
         let expect = &f.case.expect;
         let ok = match (expect["allowed"].as_bool(), expect["code"].as_i64()) {
             (Some(true), _) => {
@@ -202,16 +204,7 @@ fn wasmtime_cli_mutates_every_fixture_like_the_host() {
     let cases = load::<AdmissionCase>("mutate");
     let failures = parallel(&cases, |f| {
         let (request, settings, _) = admission_args(&f.case);
-        let call = format!("mutate({request}, {settings})");
-        if !fits_on_command_line(&call) {
-            eprintln!(
-                "{}: {} bytes, too large for one command-line argument",
-                f.name,
-                call.len()
-            );
-            return None;
-        }
-        let out = invoke(&call);
+        let out = invoke_unless_too_large(&f.name, &format!("mutate({request}, {settings})"))?;
         let expect = &f.case.expect;
         let ok = if expect["allowed"] == Value::Bool(false) {
             out.starts_with("err(")

@@ -48,12 +48,13 @@ pub mod types {
     pub use super::bindings::exports::karmada::mcs_policy::policy::{
         AdmissionRequest, Context, Denial, Endpoint, EndpointConditions, EndpointHints,
         EndpointPort, EndpointSlice, ErrorType, ExposurePort, FieldError, McsRef, ObjectReference,
-        Operation, PatchOp, PatchOperation, Rejection, ServicePort, Settings,
+        Operation, PatchOp, PatchOperation, Rejection, ServicePort, Settings, SyncPlan,
     };
 }
 
 use types::{
-    AdmissionRequest, Context, Denial, EndpointSlice, McsRef, PatchOperation, ServicePort, Settings,
+    AdmissionRequest, Context, Denial, EndpointSlice, McsRef, PatchOperation, ServicePort,
+    Settings, SyncPlan,
 };
 
 /// All switches off: the `karmada-compatible` policy.
@@ -238,6 +239,43 @@ impl PolicyEngine {
                     consumer_cluster,
                     slices,
                 )
+            })
+    }
+}
+
+impl PolicyEngine {
+    /// The sync controller's plan for one MultiClusterService given as JSON text (WIT `plan`).
+    pub fn plan(
+        &self,
+        mcs: &str,
+        registered_clusters: &[String],
+        budget: Duration,
+    ) -> Result<Result<SyncPlan, String>, EngineError> {
+        let loaded = self.current();
+        self.inner
+            .runtime
+            .run(&loaded, "plan", budget, |policy, store| {
+                policy
+                    .karmada_mcs_policy_policy()
+                    .call_plan(store, mcs, registered_clusters)
+            })
+    }
+
+    /// Names of the stale copies of `mcs` among a consumer's `existing` slices (WIT `prune`).
+    pub fn prune(
+        &self,
+        mcs: &McsRef,
+        existing: &[EndpointSlice],
+        desired: &[String],
+        budget: Duration,
+    ) -> Result<Vec<String>, EngineError> {
+        let loaded = self.current();
+        self.inner
+            .runtime
+            .run(&loaded, "prune", budget, |policy, store| {
+                policy
+                    .karmada_mcs_policy_policy()
+                    .call_prune(store, mcs, existing, desired)
             })
     }
 }

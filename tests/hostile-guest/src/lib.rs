@@ -10,7 +10,7 @@ wit_bindgen::generate!({
 
 use exports::karmada::mcs_policy::policy::{
     AdmissionRequest, Context, Denial, EndpointSlice, Guest, McsRef, PatchOperation, ServicePort,
-    Settings,
+    Settings, SyncPlan,
 };
 
 /// The exported component.
@@ -59,6 +59,16 @@ impl Guest for Hostile {
         _slices: Vec<EndpointSlice>,
     ) -> Vec<EndpointSlice> {
         misbehave(&source_cluster);
+        Vec::new()
+    }
+
+    fn plan(mcs: String, _registered_clusters: Vec<String>) -> Result<SyncPlan, String> {
+        misbehave(&mcs);
+        Err("the hostile component plans nothing".to_string())
+    }
+
+    fn prune(mcs: McsRef, _existing: Vec<EndpointSlice>, _desired: Vec<String>) -> Vec<String> {
+        misbehave(&mcs.name);
         Vec::new()
     }
 }

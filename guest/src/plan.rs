@@ -1,0 +1,238 @@
+//! The sync controller's decisions that are not about a single slice (SPEC §4.2, §4.3, §4.6,
+//! §4.10): whether an MCS acts, which clusters provide and consume, which names are unknown,
+//! and which existing copies are stale.
+
+use crate::decode::decode_mcs;
+use crate::field::aggregate;
+use crate::filter::{
+    DISPATCH_MANAGER, MANAGED_BY_LABEL, PROVISION_CLUSTER_ANNOTATION, SERVICE_NAME_LABEL,
+};
+use crate::validate::{CROSS_CLUSTER, Known, Rules, validate_mcs};
+use crate::{EndpointSlice, ExposurePort, McsRef};
+
+/// The plan for one MCS, as plain values (`lib.rs` maps it onto the WIT record).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Plan {
+    pub active: bool,
+    pub deleting: bool,
+    pub invalid: Option<String>,
+    pub mcs: McsRef,
+    pub providers: Vec<String>,
+    pub consumers: Vec<String>,
+    pub unknown_providers: Vec<String>,
+    pub unknown_consumers: Vec<String>,
+}
+
+/// Plans the sync of an MCS (JSON text) against the registered cluster names.
+pub fn plan(raw: &str, registered: &[String]) -> Result<Plan, String> {
+    let mcs = decode_mcs(raw)?;
+    let errors = validate_mcs(&mcs, &Rules::default(), &Known::default());
+    let invalid = (!errors.is_empty()).then(|| aggregate(&errors));
+    let deleting = mcs.meta.deletion_timestamp.is_some();
+    let cross_cluster = mcs
+        .spec
+        .types
+        .as_deref()
+        .unwrap_or_default()
+        .iter()
+        .any(|t| t == CROSS_CLUSTER);
+    let (providers, unknown_providers) = select(&mcs.spec.provider_clusters, registered);
+    let (consumers, unknown_consumers) = select(&mcs.spec.consumer_clusters, registered);
+    Ok(Plan {
+        active: cross_cluster && invalid.is_none() && !deleting,
+        deleting,
+        invalid,
+        mcs: McsRef {
+            name: mcs.meta.name.clone(),
+            namespace: mcs.meta.namespace.clone(),
+            ports: mcs
+                .spec
+                .ports
+                .iter()
+                .map(|p| ExposurePort {
+                    name: p.name.clone(),
+                    port: p.port,
+                })
+                .collect(),
+        },
+        providers,
+        consumers,
+        unknown_providers,
+        unknown_consumers,
+    })
+}
+
+/// `(registered names selected, listed names not registered)`: an empty list selects every
+/// registered cluster; listed names keep their order and appear once.
+fn select(listed: &[String], registered: &[String]) -> (Vec<String>, Vec<String>) {
+    if listed.is_empty() {
+        return (registered.to_vec(), Vec::new());
+    }
+    let mut known = Vec::new();
+    let mut unknown = Vec::new();
+    for name in listed {
+        let bucket = if registered.contains(name) {
+            &mut known
+        } else {
+            &mut unknown
+        };
+        if !bucket.contains(name) {
+            bucket.push(name.clone());
+        }
+    }
+    (known, unknown)
+}
+
+/// Names of the stale copies of `mcs` among `existing` (see WIT `prune`).
+pub fn prune(mcs: &McsRef, existing: &[EndpointSlice], desired: &[String]) -> Vec<String> {
+    let has = |pairs: &[(String, String)], key: &str, value: Option<&str>| {
+        pairs
+            .iter()
+            .any(|(k, v)| k == key && value.is_none_or(|want| v == want) && !v.is_empty())
+    };
+    existing
+        .iter()
+        .filter(|s| s.namespace == mcs.namespace)
+        .filter(|s| has(&s.labels, SERVICE_NAME_LABEL, Some(&mcs.name)))
+        .filter(|s| has(&s.labels, MANAGED_BY_LABEL, Some(DISPATCH_MANAGER)))
+        .filter(|s| has(&s.annotations, PROVISION_CLUSTER_ANNOTATION, None))
+        .filter(|s| !desired.contains(&s.name))
+        .map(|s| s.name.clone())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mcs_json(spec: &str, meta_extra: &str) -> String {
+        format!(
+            r#"{{"apiVersion":"networking.karmada.io/v1alpha1","kind":"MultiClusterService",
+                "metadata":{{"name":"web","namespace":"shop"{meta_extra}}},"spec":{spec}}}"#
+        )
+    }
+
+    fn names(list: &[&str]) -> Vec<String> {
+        list.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn empty_lists_select_every_registered_cluster() {
+        let p = plan(
+            &mcs_json(r#"{"types":["CrossCluster"]}"#, ""),
+            &names(&["m1", "m2", "m3"]),
+        )
+        .unwrap();
+        assert!(p.active);
+        assert_eq!(p.providers, names(&["m1", "m2", "m3"]));
+        assert_eq!(p.consumers, names(&["m1", "m2", "m3"]));
+        assert!(p.unknown_providers.is_empty() && p.unknown_consumers.is_empty());
+    }
+
+    #[test]
+    fn listed_clusters_are_split_into_known_and_unknown() {
+        let spec = r#"{"types":["CrossCluster"],"providerClusters":[{"name":"m2"},{"name":"gone"},{"name":"m2"}],"consumerClusters":[{"name":"m9"}],"ports":[{"name":"http","port":80}]}"#;
+        let p = plan(&mcs_json(spec, ""), &names(&["m1", "m2"])).unwrap();
+        assert_eq!(p.providers, names(&["m2"]));
+        assert_eq!(p.unknown_providers, names(&["gone"]));
+        assert!(p.consumers.is_empty());
+        assert_eq!(p.unknown_consumers, names(&["m9"]));
+        assert_eq!(
+            p.mcs.ports,
+            vec![ExposurePort {
+                name: "http".into(),
+                port: 80
+            }]
+        );
+        assert_eq!(
+            (p.mcs.name.as_str(), p.mcs.namespace.as_str()),
+            ("web", "shop")
+        );
+    }
+
+    #[test]
+    fn only_valid_cross_cluster_objects_not_being_deleted_act() {
+        let lb = plan(&mcs_json(r#"{"types":["LoadBalancer"]}"#, ""), &[]).unwrap();
+        assert!(!lb.active && lb.invalid.is_none());
+        let invalid = plan(
+            &mcs_json(r#"{"types":["CrossCluster"],"ports":[{"port":0}]}"#, ""),
+            &[],
+        )
+        .unwrap();
+        assert!(!invalid.active);
+        assert_eq!(
+            invalid.invalid.as_deref(),
+            Some("spec.ports[0].port: Invalid value: 0: must be between 1 and 65535, inclusive")
+        );
+        let deleting = plan(
+            &mcs_json(
+                r#"{"types":["CrossCluster"]}"#,
+                r#","deletionTimestamp":"2024-05-01T10:00:00Z""#,
+            ),
+            &[],
+        )
+        .unwrap();
+        assert!(deleting.deleting && !deleting.active);
+        assert!(plan(r#"{"apiVersion":"v1","kind":"Service"}"#, &[]).is_err());
+    }
+
+    fn slice(name: &str, labels: &[(&str, &str)], annotations: &[(&str, &str)]) -> EndpointSlice {
+        let pairs = |p: &[(&str, &str)]| {
+            p.iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        EndpointSlice {
+            name: name.into(),
+            namespace: "shop".into(),
+            labels: pairs(labels),
+            annotations: pairs(annotations),
+            address_type: "IPv4".into(),
+            endpoints: vec![],
+            ports: vec![],
+        }
+    }
+
+    #[test]
+    fn prunes_only_undesired_copies_with_every_marker() {
+        let ours = [
+            (SERVICE_NAME_LABEL, "web"),
+            (MANAGED_BY_LABEL, DISPATCH_MANAGER),
+        ];
+        let from_m1 = [(PROVISION_CLUSTER_ANNOTATION, "m1")];
+        let existing = vec![
+            slice("m1-keep", &ours, &from_m1),
+            slice("m1-stale", &ours, &from_m1),
+            slice("foreign", &[(SERVICE_NAME_LABEL, "web")], &[]),
+            slice("no-annotation", &ours, &[]),
+            slice(
+                "other-service",
+                &[
+                    (SERVICE_NAME_LABEL, "api"),
+                    (MANAGED_BY_LABEL, DISPATCH_MANAGER),
+                ],
+                &from_m1,
+            ),
+            slice(
+                "other-manager",
+                &[
+                    (SERVICE_NAME_LABEL, "web"),
+                    (MANAGED_BY_LABEL, "endpointslice-controller.k8s.io"),
+                ],
+                &from_m1,
+            ),
+        ];
+        let mcs = McsRef {
+            name: "web".into(),
+            namespace: "shop".into(),
+            ports: vec![],
+        };
+        assert_eq!(
+            prune(&mcs, &existing, &names(&["m1-keep"])),
+            names(&["m1-stale"])
+        );
+        let mut elsewhere = existing[1].clone();
+        elsewhere.namespace = "other".into();
+        assert!(prune(&mcs, &[elsewhere], &[]).is_empty());
+    }
+}
