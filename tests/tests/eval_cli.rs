@@ -202,3 +202,45 @@ fn help_explains_every_command() {
         assert!(help.contains(command), "--help lacks {command}: {help}");
     }
 }
+
+#[test]
+fn serve_refuses_to_start_with_invalid_settings_and_names_the_field() {
+    let settings = temp(
+        "bad-policy.yaml",
+        b"name: mine\nrejectEmptyTypes: true\nrejectRepeatedType: true\n",
+    );
+    let out = mcs_policy(
+        &[
+            "serve",
+            "--self-signed",
+            "--listen",
+            "127.0.0.1:0",
+            "--policy",
+            settings.to_str().unwrap(),
+        ],
+        None,
+    );
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("rejectRepeatedType") && stderr.contains("bad-policy.yaml"),
+        "{stderr}"
+    );
+
+    let wrong_type = temp(
+        "typed-policy.yaml",
+        b"name: mine\nwarnUnregisteredClusters: sometimes\n",
+    );
+    let out = mcs_policy(
+        &[
+            "eval",
+            "validate",
+            "--policy",
+            wrong_type.to_str().unwrap(),
+            "-",
+        ],
+        Some(b"{}"),
+    );
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("warnUnregisteredClusters"));
+}
