@@ -29,6 +29,8 @@ pub struct Args {
 pub enum Command {
     /// Serve the validating and mutating admission webhooks over HTTPS.
     Serve(Box<crate::webhook::ServeArgs>),
+    /// Sync EndpointSlices between member clusters for every MultiClusterService in the hub.
+    Sync(Box<crate::controller::SyncArgs>),
     /// Evaluate one request offline and print the answer as JSON.
     #[command(subcommand)]
     Eval(EvalCommand),

@@ -4,10 +4,14 @@
 //! - [`engine`]: runs the component (`PolicyEngine`), the piece other controllers embed.
 //! - [`webhook`]: the admission webhook server (`router`, `serve`) and the AdmissionReview
 //!   protocol ([`webhook::review`]).
+//! - [`controller`]: the EndpointSlice sync controller (`mcs-policy sync`), over the member
+//!   clusters of [`clusters`].
 //! - [`eval`]: one decision offline.
 //! - [`settings`]: policy settings (`policies/`) and the environment context.
 
+pub mod clusters;
 pub mod config;
+pub mod controller;
 pub mod engine;
 pub mod eval;
 pub mod manifests;

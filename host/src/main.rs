@@ -9,7 +9,7 @@ use clap::Parser;
 use mcs_policy::config::{Args, Command, ComponentArgs, EvalArgs, EvalCommand};
 use mcs_policy::engine::{EMBEDDED_COMPONENT, PolicyEngine};
 use mcs_policy::settings::{ContextFile, load_policy};
-use mcs_policy::{eval, manifests, webhook};
+use mcs_policy::{controller, eval, manifests, webhook};
 
 fn main() -> ExitCode {
     let args = Args::parse();
@@ -45,6 +45,14 @@ fn run(args: Args) -> anyhow::Result<()> {
                 .build()
                 .context("starting the async runtime")?;
             runtime.block_on(webhook::serve(*serve, mcs_policy::shutdown_signal()))?;
+            Ok(())
+        }
+        Command::Sync(sync) => {
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()
+                .context("starting the async runtime")?;
+            runtime.block_on(controller::run(*sync, mcs_policy::shutdown_signal()))?;
             Ok(())
         }
         Command::Eval(what) => run_eval(what),

@@ -1,0 +1,148 @@
+//! The cluster registry of the sync controller (SPEC §4.1): the hub and the member clusters,
+//! each a name and a `kube::Client`, read from one kubeconfig whose contexts are the clusters.
+
+use std::path::Path;
+use std::time::Duration;
+
+use kube::config::{KubeConfigOptions, Kubeconfig, KubeconfigError};
+use kube::{Client, Config};
+
+/// How long a readiness probe may take before the cluster counts as not ready.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Why the registry could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum ClusterError {
+    #[error("reading the kubeconfig {path}")]
+    Kubeconfig {
+        path: String,
+        #[source]
+        source: KubeconfigError,
+    },
+    #[error("the kubeconfig {path} has no context named {context:?}")]
+    UnknownContext { path: String, context: String },
+    #[error("building a client for context {context:?}")]
+    Client {
+        context: String,
+        #[source]
+        source: KubeconfigError,
+    },
+    #[error("creating a client for context {context:?}")]
+    Connect {
+        context: String,
+        #[source]
+        source: Box<kube::Error>,
+    },
+}
+
+/// One cluster: its name (the context name) and a client.
+#[derive(Clone)]
+pub struct Cluster {
+    pub name: String,
+    pub client: Client,
+}
+
+/// The hub (where MultiClusterServices live) and the members, in kubeconfig order.
+#[derive(Clone)]
+pub struct Registry {
+    pub hub: Cluster,
+    pub members: Vec<Cluster>,
+}
+
+impl Registry {
+    /// The registry from `kubeconfig`: the context `hub` is the hub; the members are `members`,
+    /// or every other context when `members` is empty.
+    pub async fn from_kubeconfig(
+        path: &Path,
+        hub: &str,
+        members: &[String],
+    ) -> Result<Self, ClusterError> {
+        let shown = path.display().to_string();
+        let kubeconfig =
+            Kubeconfig::read_from(path).map_err(|source| ClusterError::Kubeconfig {
+                path: shown.clone(),
+                source,
+            })?;
+        let contexts: Vec<String> = kubeconfig.contexts.iter().map(|c| c.name.clone()).collect();
+        let known = |name: &str| {
+            if contexts.iter().any(|c| c == name) {
+                Ok(())
+            } else {
+                Err(ClusterError::UnknownContext {
+                    path: shown.clone(),
+                    context: name.to_string(),
+                })
+            }
+        };
+        known(hub)?;
+        let member_names: Vec<String> = if members.is_empty() {
+            contexts.iter().filter(|c| *c != hub).cloned().collect()
+        } else {
+            for m in members {
+                known(m)?;
+            }
+            members.to_vec()
+        };
+        let hub = cluster(&kubeconfig, hub).await?;
+        let mut members = Vec::with_capacity(member_names.len());
+        for name in &member_names {
+            members.push(cluster(&kubeconfig, name).await?);
+        }
+        Ok(Registry { hub, members })
+    }
+
+    /// Names of the members, in registry order.
+    pub fn member_names(&self) -> Vec<String> {
+        self.members.iter().map(|m| m.name.clone()).collect()
+    }
+
+    /// The member called `name`.
+    pub fn member(&self, name: &str) -> Option<&Cluster> {
+        self.members.iter().find(|m| m.name == name)
+    }
+
+    /// Names of the members whose API answers now (probed concurrently).
+    pub async fn ready_members(&self) -> Vec<String> {
+        let probes = self.members.iter().map(|m| async move {
+            let ready = probe(&m.client).await;
+            if !ready {
+                tracing::warn!(cluster = %m.name, "cluster is not ready: its API does not answer");
+            }
+            ready.then(|| m.name.clone())
+        });
+        futures::future::join_all(probes)
+            .await
+            .into_iter()
+            .flatten()
+            .collect()
+    }
+}
+
+/// A cluster is ready when `/version` answers in time.
+pub async fn probe(client: &Client) -> bool {
+    matches!(
+        tokio::time::timeout(PROBE_TIMEOUT, client.apiserver_version()).await,
+        Ok(Ok(_))
+    )
+}
+
+async fn cluster(kubeconfig: &Kubeconfig, context: &str) -> Result<Cluster, ClusterError> {
+    let options = KubeConfigOptions {
+        context: Some(context.to_string()),
+        ..KubeConfigOptions::default()
+    };
+    let config = Config::from_custom_kubeconfig(kubeconfig.clone(), &options)
+        .await
+        .map_err(|source| ClusterError::Client {
+            context: context.to_string(),
+            source,
+        })?;
+    let client = Client::try_from(config).map_err(|source| ClusterError::Connect {
+        context: context.to_string(),
+        source: Box::new(source),
+    })?;
+    Ok(Cluster {
+        name: context.to_string(),
+        client,
+    })
+}

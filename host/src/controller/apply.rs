@@ -1,0 +1,135 @@
+//! The *apply/prune* step: server-side apply of copies, deletion of stale copies, and the
+//! finalizer on the MultiClusterService.
+
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+use kube::api::{DeleteParams, DynamicObject, Patch, PatchParams};
+use kube::{Api, Client};
+use serde_json::json;
+
+use super::read::{mcs_resource, object_name};
+use crate::engine::{convert, types};
+
+/// The finalizer that lets the controller remove copies before an MCS goes (SPEC §4.10).
+pub const FINALIZER: &str = "networking.karmada.io/mcs-policy-sync";
+
+/// What could not be written.
+#[derive(Debug, thiserror::Error)]
+pub enum ApplyError {
+    #[error("applying endpointslice {namespace}/{name} to cluster {cluster}")]
+    Apply {
+        cluster: String,
+        namespace: String,
+        name: String,
+        #[source]
+        source: Box<kube::Error>,
+    },
+    #[error("deleting endpointslice {namespace}/{name} from cluster {cluster}")]
+    Delete {
+        cluster: String,
+        namespace: String,
+        name: String,
+        #[source]
+        source: Box<kube::Error>,
+    },
+    #[error("updating the finalizers of multiclusterservice {object} in the hub")]
+    Finalizer {
+        object: String,
+        #[source]
+        source: Box<kube::Error>,
+    },
+}
+
+/// Server-side applies one copy made by `filter` into `cluster`; returns the resourceVersion
+/// the object has afterwards (unchanged when the copy was already there).
+pub async fn apply_copy(
+    client: &Client,
+    cluster: &str,
+    field_manager: &str,
+    copy: types::EndpointSlice,
+) -> Result<Option<String>, ApplyError> {
+    let (namespace, name) = (copy.namespace.clone(), copy.name.clone());
+    let api: Api<EndpointSlice> = Api::namespaced(client.clone(), &namespace);
+    let object = convert::slice_from_wit(copy);
+    api.patch(
+        &name,
+        &PatchParams::apply(field_manager).force(),
+        &Patch::Apply(&object),
+    )
+    .await
+    .map(|applied| applied.metadata.resource_version)
+    .map_err(|source| ApplyError::Apply {
+        cluster: cluster.to_string(),
+        namespace,
+        name,
+        source: Box::new(source),
+    })
+}
+
+/// Deletes `namespace/name` from `cluster`; already gone counts as done.
+pub async fn delete_slice(
+    client: &Client,
+    cluster: &str,
+    namespace: &str,
+    name: &str,
+) -> Result<(), ApplyError> {
+    let api: Api<EndpointSlice> = Api::namespaced(client.clone(), namespace);
+    match api.delete(name, &DeleteParams::default()).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(status)) if status.is_not_found() => Ok(()),
+        Err(source) => Err(ApplyError::Delete {
+            cluster: cluster.to_string(),
+            namespace: namespace.to_string(),
+            name: name.to_string(),
+            source: Box::new(source),
+        }),
+    }
+}
+
+/// Whether the MCS carries our finalizer.
+pub fn has_finalizer(mcs: &DynamicObject) -> bool {
+    mcs.metadata
+        .finalizers
+        .iter()
+        .flatten()
+        .any(|f| f == FINALIZER)
+}
+
+/// Adds (`present`) or removes our finalizer, keeping the others. Conditional on the
+/// resourceVersion read, so a concurrent change of the list is never lost (the next pass retries).
+pub async fn set_finalizer(
+    hub: &Client,
+    mcs: &DynamicObject,
+    present: bool,
+) -> Result<(), ApplyError> {
+    let mut finalizers: Vec<String> = mcs
+        .metadata
+        .finalizers
+        .iter()
+        .flatten()
+        .filter(|f| *f != FINALIZER)
+        .cloned()
+        .collect();
+    if present {
+        finalizers.push(FINALIZER.to_string());
+    }
+    let patch = json!({"metadata": {
+        "finalizers": finalizers,
+        "resourceVersion": mcs.metadata.resource_version,
+    }});
+    let api: Api<DynamicObject> = Api::namespaced_with(
+        hub.clone(),
+        mcs.metadata.namespace.as_deref().unwrap_or_default(),
+        &mcs_resource(),
+    );
+    api.patch(
+        mcs.metadata.name.as_deref().unwrap_or_default(),
+        &PatchParams::default(),
+        &Patch::Merge(&patch),
+    )
+    .await
+    .map(drop)
+    .map_err(|source| ApplyError::Finalizer {
+        object: object_name(mcs),
+        source: Box::new(source),
+    })
+}

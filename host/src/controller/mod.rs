@@ -1,0 +1,184 @@
+//! The EndpointSlice sync controller (`mcs-policy sync`, SPEC §4): every resync interval, and
+//! whenever a [`watch`] sees a change, each MultiClusterService in the hub is reconciled by
+//! [`reconcile::reconcile`] against the member clusters of the
+//! [`Registry`](crate::clusters::Registry).
+
+pub mod apply;
+pub mod plan;
+pub mod read;
+pub mod reconcile;
+pub mod status;
+pub mod watch;
+
+use std::future::Future;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::Notify;
+
+use crate::clusters::{ClusterError, Registry};
+use crate::config::EngineArgs;
+use crate::engine::{EngineError, PolicyEngine};
+use plan::Planner;
+use reconcile::chain;
+
+/// `mcs-policy sync`: what to sync and how often.
+#[derive(Debug, clap::Args)]
+pub struct SyncArgs {
+    /// Kubeconfig whose contexts are the clusters; the context name is the cluster name.
+    #[arg(long, value_name = "FILE")]
+    pub kubeconfig: PathBuf,
+
+    /// Context of the hub cluster, where the MultiClusterServices live.
+    #[arg(long, value_name = "CONTEXT")]
+    pub hub: String,
+
+    /// Context of a member cluster (repeatable). Default: every context except the hub.
+    #[arg(long = "member", value_name = "CONTEXT")]
+    pub members: Vec<String>,
+
+    /// Time between two full passes over every MultiClusterService (`500ms`, `2s`, `1m`).
+    #[arg(long, default_value = "2s", value_parser = parse_duration, value_name = "DURATION")]
+    pub resync_interval: Duration,
+
+    /// Field manager of the server-side applies into the member clusters.
+    #[arg(long, default_value = "mcs-policy", value_name = "NAME")]
+    pub field_manager: String,
+
+    /// Time budget of one policy call, in milliseconds.
+    #[arg(long, default_value_t = 2000, value_name = "MS")]
+    pub budget_ms: u64,
+
+    #[command(flatten)]
+    pub engine: EngineArgs,
+}
+
+/// Why the controller could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum SyncError {
+    #[error("loading the policy component")]
+    Engine(#[from] EngineError),
+    #[error("building the cluster registry")]
+    Clusters(#[from] ClusterError),
+}
+
+/// What every reconcile shares.
+#[derive(Clone)]
+pub struct Context {
+    /// The hub and the member clusters.
+    pub registry: Registry,
+    /// The policy component: every decision.
+    pub planner: Planner,
+    /// Field manager of the applies.
+    pub field_manager: String,
+}
+
+/// Runs the controller until `shutdown` resolves.
+pub async fn run(args: SyncArgs, shutdown: impl Future<Output = ()>) -> Result<(), SyncError> {
+    let options = args.engine.options();
+    let engine = match &args.engine.component {
+        Some(path) => PolicyEngine::from_file(path, options)?,
+        None => PolicyEngine::embedded(options)?,
+    };
+    let registry = Registry::from_kubeconfig(&args.kubeconfig, &args.hub, &args.members).await?;
+    tracing::info!(
+        hub = %registry.hub.name,
+        members = ?registry.member_names(),
+        interval = ?args.resync_interval,
+        "sync controller started"
+    );
+    let ctx = Context {
+        registry,
+        planner: Planner {
+            engine,
+            budget: Duration::from_millis(args.budget_ms),
+        },
+        field_manager: args.field_manager,
+    };
+    let notify = Arc::new(Notify::new());
+    let watches = watch::spawn(&ctx.registry, &notify);
+    let mut ticks = tokio::time::interval(args.resync_interval);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    tokio::pin!(shutdown);
+    loop {
+        let next = async {
+            tokio::select! {
+                _ = ticks.tick() => {}
+                _ = notify.notified() => {}
+            }
+            pass(&ctx).await
+        };
+        tokio::select! {
+            _ = &mut shutdown => break,
+            _ = next => {}
+        }
+    }
+    for task in watches {
+        task.abort();
+    }
+    tracing::info!("sync controller stopped");
+    Ok(())
+}
+
+/// One pass over every MultiClusterService in the hub.
+pub async fn pass(ctx: &Context) {
+    let hub = &ctx.registry.hub;
+    let all = match read::list_mcs(&hub.client, &hub.name).await {
+        Ok(all) => all,
+        Err(err) => return tracing::warn!(error = %chain(&err), "cannot read the hub"),
+    };
+    let ready = ctx.registry.ready_members().await;
+    for mcs in &all {
+        let object = read::object_name(mcs);
+        match reconcile::reconcile(ctx, mcs, &ready).await {
+            Ok(r) if r.applied + r.deleted > 0 || !r.errors.is_empty() => tracing::info!(
+                mcs = %object,
+                applied = r.applied,
+                deleted = r.deleted,
+                errors = r.errors.len(),
+                "synced"
+            ),
+            Ok(_) => {}
+            Err(err) => tracing::warn!(mcs = %object, error = %chain(&err), "sync failed"),
+        }
+    }
+}
+
+/// Parses `250ms`, `2s`, `1m`, `1h` or a bare number of seconds.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let n: u64 = number
+        .parse()
+        .map_err(|_| format!("{text:?} is not a duration like 500ms, 2s or 1m"))?;
+    let duration = match unit {
+        "ms" => Duration::from_millis(n),
+        "" | "s" => Duration::from_secs(n),
+        "m" => Duration::from_secs(n * 60),
+        "h" => Duration::from_secs(n * 3600),
+        _ => return Err(format!("{text:?}: unknown unit {unit:?} (ms, s, m, h)")),
+    };
+    if duration.is_zero() {
+        return Err("the duration must be positive".into());
+    }
+    Ok(duration)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_durations_with_units() {
+        assert_eq!(parse_duration("200ms"), Ok(Duration::from_millis(200)));
+        assert_eq!(parse_duration("2s"), Ok(Duration::from_secs(2)));
+        assert_eq!(parse_duration("3"), Ok(Duration::from_secs(3)));
+        assert_eq!(parse_duration("1m"), Ok(Duration::from_secs(60)));
+        assert!(parse_duration("2x").is_err());
+        assert!(parse_duration("0s").is_err());
+    }
+}

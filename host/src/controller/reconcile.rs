@@ -1,0 +1,250 @@
+//! One MultiClusterService, one pass: read (client) → plan (component) → apply/prune (client)
+//! → status (client). A failing member cluster is reported and skipped, never fatal.
+
+use std::collections::BTreeMap;
+
+use kube::api::DynamicObject;
+
+use super::Context;
+use super::apply::{apply_copy, delete_slice, has_finalizer, set_finalizer};
+use super::plan::PlanError;
+use super::read::{ReadError, list_slice_objects, list_slices, mcs_json, object_name};
+use super::status::{Condition, StatusError, set_conditions};
+use crate::engine::convert;
+use crate::engine::types::{EndpointSlice, McsRef, SyncPlan};
+
+/// A failure that stops the pass for this MCS (the hub side: plan, finalizer, status).
+#[derive(Debug, thiserror::Error)]
+pub enum ReconcileError {
+    #[error(transparent)]
+    Read(#[from] ReadError),
+    #[error(transparent)]
+    Plan(#[from] PlanError),
+    #[error(transparent)]
+    Apply(#[from] super::apply::ApplyError),
+    #[error(transparent)]
+    Status(#[from] StatusError),
+}
+
+/// What a pass did for one MCS.
+#[derive(Debug, Default)]
+pub struct Report {
+    /// Copies applied.
+    pub applied: usize,
+    /// Stale copies deleted.
+    pub deleted: usize,
+    /// Member-cluster failures, rendered with their causes.
+    pub errors: Vec<String>,
+}
+
+impl Report {
+    fn fail(&mut self, mcs: &str, err: &(dyn std::error::Error + 'static)) {
+        let message = chain(err);
+        tracing::warn!(mcs, error = %message, "member cluster step failed");
+        self.errors.push(message);
+    }
+}
+
+/// An error with its causes, `: `-joined.
+pub fn chain(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut out = err.to_string();
+    let mut source = err.source();
+    while let Some(s) = source {
+        out.push_str(": ");
+        out.push_str(&s.to_string());
+        source = s.source();
+    }
+    out
+}
+
+/// Reconciles one MCS against the members that are `ready` now.
+pub async fn reconcile(
+    ctx: &Context,
+    mcs: &DynamicObject,
+    ready: &[String],
+) -> Result<Report, ReconcileError> {
+    let object = object_name(mcs);
+    let plan = ctx
+        .planner
+        .plan(&object, mcs_json(mcs)?, ctx.registry.member_names())
+        .await?;
+    let hub = &ctx.registry.hub.client;
+    if plan.deleting || !plan.active {
+        if let (Some(invalid), false) = (&plan.invalid, plan.deleting) {
+            set_conditions(hub, mcs, &[Condition::valid(Some(invalid.clone()))]).await?;
+            return Ok(Report::default());
+        }
+        // Deleted, or no longer CrossCluster: withdraw every copy, then release the object.
+        if !has_finalizer(mcs) {
+            return Ok(Report::default());
+        }
+        let report = withdraw(ctx, &plan.mcs, ready).await;
+        if report.errors.is_empty() {
+            set_finalizer(hub, mcs, false).await?;
+        }
+        return Ok(report);
+    }
+    if !has_finalizer(mcs) {
+        set_finalizer(hub, mcs, true).await?;
+    }
+    for name in &plan.unknown_providers {
+        tracing::warn!(mcs = %object, "Provider cluster {name} is not found");
+    }
+    for name in &plan.unknown_consumers {
+        tracing::warn!(mcs = %object, "Consumer cluster {name} is not found");
+    }
+    let report = dispatch(ctx, &object, &plan, ready).await;
+    let error = (!report.errors.is_empty()).then(|| report.errors.join("; "));
+    set_conditions(
+        hub,
+        mcs,
+        &[Condition::valid(None), Condition::dispatched(error)],
+    )
+    .await?;
+    Ok(report)
+}
+
+/// Collect from the providers; then, member by member, filter and apply the copies it must
+/// hold (when it is a consumer) and prune the stale ones.
+async fn dispatch(ctx: &Context, object: &str, plan: &SyncPlan, ready: &[String]) -> Report {
+    let mut report = Report::default();
+    let (read, complete) = collect(ctx, object, plan, ready, &mut report).await;
+    for consumer in plan.consumers.iter().filter(|c| !ready.contains(c)) {
+        // Skipped this pass; caught up when it answers again (SPEC §4.8).
+        if ctx.registry.member(consumer).is_some() && !plan.providers.contains(consumer) {
+            let err = ReadError::NotReady {
+                cluster: consumer.clone(),
+            };
+            report.fail(object, &err);
+        }
+    }
+    for member in ready {
+        let Some(cluster) = ctx.registry.member(member) else {
+            continue;
+        };
+        let mcs = &plan.mcs;
+        let existing =
+            match list_slice_objects(&cluster.client, member, &mcs.namespace, &mcs.name).await {
+                Ok(existing) => existing,
+                Err(err) => {
+                    report.fail(object, &err);
+                    continue;
+                }
+            };
+        let versions: BTreeMap<String, Option<String>> = existing
+            .iter()
+            .map(|s| {
+                let meta = &s.metadata;
+                (
+                    meta.name.clone().unwrap_or_default(),
+                    meta.resource_version.clone(),
+                )
+            })
+            .collect();
+        let mut desired = Vec::new();
+        if plan.consumers.contains(member) {
+            for (provider, slices) in read.iter().filter(|(p, _)| p != member) {
+                let copies = match ctx.planner.filter(mcs, provider, member, slices).await {
+                    Ok(copies) => copies,
+                    Err(err) => {
+                        report.fail(object, &err);
+                        continue;
+                    }
+                };
+                for copy in copies {
+                    let name = copy.name.clone();
+                    match apply_copy(&cluster.client, member, &ctx.field_manager, copy).await {
+                        Ok(version) if versions.get(&name) != Some(&version) => report.applied += 1,
+                        Ok(_) => {}
+                        Err(err) => report.fail(object, &err),
+                    }
+                    desired.push(name);
+                }
+            }
+        }
+        // Pruning needs every provider's slices: a provider we could not read keeps its copies.
+        if complete {
+            let existing = existing.iter().map(convert::slice_to_wit).collect();
+            prune(ctx, object, mcs, member, existing, desired, &mut report).await;
+        }
+    }
+    report
+}
+
+/// The slices of every ready provider; `false` when some provider could not be read.
+async fn collect(
+    ctx: &Context,
+    object: &str,
+    plan: &SyncPlan,
+    ready: &[String],
+    report: &mut Report,
+) -> (Vec<(String, Vec<EndpointSlice>)>, bool) {
+    let mut read = Vec::new();
+    let mut complete = true;
+    for provider in &plan.providers {
+        let Some(cluster) = ctx.registry.member(provider) else {
+            continue;
+        };
+        if !ready.contains(provider) {
+            let err = ReadError::NotReady {
+                cluster: provider.clone(),
+            };
+            report.fail(object, &err);
+            complete = false;
+            continue;
+        }
+        let ns = &plan.mcs.namespace;
+        match list_slices(&cluster.client, provider, ns, &plan.mcs.name).await {
+            Ok(slices) => read.push((provider.clone(), slices)),
+            Err(err) => {
+                report.fail(object, &err);
+                complete = false;
+            }
+        }
+    }
+    (read, complete)
+}
+
+/// Deletes from `member` the copies of `mcs` among `existing` that the component says are
+/// stale given `desired`.
+async fn prune(
+    ctx: &Context,
+    object: &str,
+    mcs: &McsRef,
+    member: &str,
+    existing: Vec<EndpointSlice>,
+    desired: Vec<String>,
+    report: &mut Report,
+) {
+    let Some(cluster) = ctx.registry.member(member) else {
+        return;
+    };
+    let stale = match ctx.planner.prune(mcs, existing, desired).await {
+        Ok(stale) => stale,
+        Err(err) => return report.fail(object, &err),
+    };
+    for name in stale {
+        match delete_slice(&cluster.client, member, &mcs.namespace, &name).await {
+            Ok(()) => report.deleted += 1,
+            Err(err) => report.fail(object, &err),
+        }
+    }
+}
+
+/// Removes every copy of `mcs` from every ready member (deletion, or no longer CrossCluster).
+async fn withdraw(ctx: &Context, mcs: &McsRef, ready: &[String]) -> Report {
+    let object = format!("{}/{}", mcs.namespace, mcs.name);
+    let mut report = Report::default();
+    for member in ready {
+        let Some(cluster) = ctx.registry.member(member) else {
+            continue;
+        };
+        match list_slices(&cluster.client, member, &mcs.namespace, &mcs.name).await {
+            Ok(existing) => {
+                prune(ctx, &object, mcs, member, existing, Vec::new(), &mut report).await
+            }
+            Err(err) => report.fail(&object, &err),
+        }
+    }
+    report
+}

@@ -1,0 +1,497 @@
+//! `mcs-policy sync` for real, against three kube-sim clusters (hub, member1, member2): copies
+//! appear where the component says, go when their source or MultiClusterService goes, and
+//! slices the controller did not make are never touched.
+
+use std::fs::File;
+use std::future::Future;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use tests::{binary, workspace_root};
+
+const DEADLINE: Duration = Duration::from_secs(30);
+const SLICES: &str = "/apis/discovery.k8s.io/v1/namespaces/shop/endpointslices";
+const MCS: &str = "/apis/networking.karmada.io/v1alpha1/namespaces/shop/multiclusterservices";
+const CRDS: &str = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+const MANAGED_BY: &str = "endpointslice.kubernetes.io/managed-by";
+const SERVICE_NAME: &str = "kubernetes.io/service-name";
+const DISPATCH: &str = "endpointslice-dispatch-controller.karmada.io";
+const PROVISION: &str = "endpointslice.karmada.io/provision-cluster";
+const FINALIZER: &str = "networking.karmada.io/mcs-policy-sync";
+
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts a kube-sim and returns it with its URL.
+fn kube_sim(name: &str) -> (Killed, String) {
+    let mut child = Command::new(binary("kube-sim"))
+        .args(["--listen", "127.0.0.1:0", "--name", name])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("kube-sim starts");
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let first = lines.next().expect("kube-sim printed nothing").unwrap();
+    let url = first
+        .strip_prefix("listening on ")
+        .expect("listening line")
+        .to_string();
+    std::thread::spawn(move || for _ in lines {});
+    (Killed(child), url)
+}
+
+/// Three clusters, the MCS CRD in the hub, and a running controller.
+struct World {
+    hub: String,
+    member1: String,
+    member2: String,
+    http: reqwest::Client,
+    dir: PathBuf,
+    // Dropped last-to-first: the controller stops before the clusters.
+    _controller: Killed,
+    _sims: Vec<Killed>,
+}
+
+impl World {
+    /// Everything running, the controller resyncing every 200ms.
+    async fn start(test: &str) -> World {
+        World::start_with(test, "200ms").await
+    }
+
+    async fn start_with(test: &str, resync: &str) -> World {
+        let (hub_sim, hub) = kube_sim("hub");
+        let (m1_sim, member1) = kube_sim("member1");
+        let (m2_sim, member2) = kube_sim("member2");
+        let dir =
+            std::env::temp_dir().join(format!("mcs-policy-sync-{}-{test}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let kubeconfig = write_kubeconfig(
+            &dir,
+            &[("hub", &hub), ("member1", &member1), ("member2", &member2)],
+        );
+        let http = reqwest::Client::new();
+        let crd_path =
+            workspace_root().join("policies/crds/networking.karmada.io_multiclusterservices.yaml");
+        let crd: Value = serde_yaml::from_str(&std::fs::read_to_string(crd_path).unwrap()).unwrap();
+        post(&http, &hub, CRDS, &crd).await;
+        let log = File::create(dir.join("controller.log")).unwrap();
+        let controller = Command::new(binary("mcs-policy"))
+            .arg("sync")
+            .arg("--kubeconfig")
+            .arg(&kubeconfig)
+            .args(["--hub", "hub", "--resync-interval", resync])
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("mcs-policy sync starts");
+        World {
+            hub,
+            member1,
+            member2,
+            http,
+            dir,
+            _controller: Killed(controller),
+            _sims: vec![hub_sim, m1_sim, m2_sim],
+        }
+    }
+
+    /// Polls `probe` until it answers `Some`, failing with `what` and the controller's log after
+    /// the deadline.
+    async fn eventually<T, F, Fut>(&self, what: &str, mut probe: F) -> T
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Option<T>>,
+    {
+        let deadline = Instant::now() + DEADLINE;
+        loop {
+            if let Some(value) = probe().await {
+                return value;
+            }
+            if Instant::now() > deadline {
+                let log =
+                    std::fs::read_to_string(self.dir.join("controller.log")).unwrap_or_default();
+                panic!("timed out waiting for {what}; controller log:\n{log}");
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    async fn slice_names(&self, url: &str) -> Vec<String> {
+        let list = get(&self.http, url, SLICES).await.expect("slice list");
+        let mut names: Vec<String> = list["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["metadata"]["name"].as_str().unwrap().to_string())
+            .collect();
+        names.sort();
+        names
+    }
+
+    /// Waits until `url` holds exactly `want` (sorted) slices.
+    async fn await_slices(&self, url: &str, cluster: &str, want: &[&str]) {
+        let want: Vec<String> = want.iter().map(|s| s.to_string()).collect();
+        self.eventually(&format!("{cluster} to hold exactly {want:?}"), || async {
+            (self.slice_names(url).await == want).then_some(())
+        })
+        .await;
+    }
+
+    /// Waits for the MCS's `EndpointSliceDispatched` condition to have `status` and a message
+    /// containing `message`; returns the condition.
+    async fn await_dispatched(&self, status: &str, message: &str) -> Value {
+        self.eventually(
+            &format!("EndpointSliceDispatched={status} mentioning {message:?}"),
+            || async {
+                let o = get(&self.http, &self.hub, &format!("{MCS}/web")).await?;
+                let c = o["status"]["conditions"]
+                    .as_array()?
+                    .iter()
+                    .find(|c| c["type"] == "EndpointSliceDispatched")?
+                    .clone();
+                (c["status"] == status && c["message"].as_str()?.contains(message)).then_some(c)
+            },
+        )
+        .await
+    }
+}
+
+impl Drop for World {
+    fn drop(&mut self) {
+        std::fs::remove_dir_all(&self.dir).ok();
+    }
+}
+
+fn write_kubeconfig(dir: &Path, clusters: &[(&str, &str)]) -> PathBuf {
+    let mut text = String::from("apiVersion: v1\nkind: Config\nclusters:\n");
+    for (name, url) in clusters {
+        text += &format!("- name: {name}\n  cluster: {{server: \"{url}\"}}\n");
+    }
+    text += "users:\n- name: tester\n  user: {token: test}\ncontexts:\n";
+    for (name, _) in clusters {
+        text += &format!("- name: {name}\n  context: {{cluster: {name}, user: tester}}\n");
+    }
+    text += "current-context: hub\n";
+    let path = dir.join("kubeconfig.yaml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+async fn post(http: &reqwest::Client, url: &str, path: &str, body: &Value) {
+    let resp = http
+        .post(format!("{url}{path}"))
+        .json(body)
+        .send()
+        .await
+        .unwrap();
+    let status = resp.status();
+    assert!(
+        status.is_success(),
+        "POST {path}: {status} {}",
+        resp.text().await.unwrap_or_default()
+    );
+}
+
+async fn get(http: &reqwest::Client, url: &str, path: &str) -> Option<Value> {
+    let resp = http.get(format!("{url}{path}")).send().await.unwrap();
+    if resp.status() == reqwest::StatusCode::NOT_FOUND {
+        return None;
+    }
+    assert!(resp.status().is_success(), "GET {path}: {}", resp.status());
+    Some(resp.json().await.unwrap())
+}
+
+async fn delete(http: &reqwest::Client, url: &str, path: &str) {
+    let resp = http.delete(format!("{url}{path}")).send().await.unwrap();
+    assert!(
+        resp.status().is_success(),
+        "DELETE {path}: {}",
+        resp.status()
+    );
+}
+
+fn slice(name: &str, managed_by: &str, address: &str) -> Value {
+    json!({
+        "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+        "metadata": {"name": name, "namespace": "shop", "labels": {
+            SERVICE_NAME: "web", MANAGED_BY: managed_by}},
+        "addressType": "IPv4",
+        "endpoints": [{"addresses": [address], "conditions": {"ready": true}}],
+        "ports": [{"name": "http", "port": 8080, "protocol": "TCP"},
+                  {"name": "metrics", "port": 9100, "protocol": "TCP"}]
+    })
+}
+
+fn native_slice(name: &str, address: &str) -> Value {
+    slice(name, "endpointslice-controller.k8s.io", address)
+}
+
+fn mcs(spec_extra: Value) -> Value {
+    let mut spec = json!({"types": ["CrossCluster"]});
+    for (k, v) in spec_extra.as_object().unwrap() {
+        spec[k] = v.clone();
+    }
+    json!({
+        "apiVersion": "networking.karmada.io/v1alpha1", "kind": "MultiClusterService",
+        "metadata": {"name": "web", "namespace": "shop"},
+        "spec": spec,
+    })
+}
+
+fn member1_to_member2() -> Value {
+    mcs(json!({
+        "providerClusters": [{"name": "member1"}],
+        "consumerClusters": [{"name": "member2"}],
+    }))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn copies_a_provider_slice_into_the_consumer_and_reports_success() {
+    let w = World::start("one-to-one").await;
+    post(
+        &w.http,
+        &w.member1,
+        SLICES,
+        &native_slice("web-abc", "10.1.0.7"),
+    )
+    .await;
+    post(&w.http, &w.hub, MCS, &member1_to_member2()).await;
+
+    w.await_slices(&w.member2, "member2", &["member1-web-abc"])
+        .await;
+    let copy = get(&w.http, &w.member2, &format!("{SLICES}/member1-web-abc"))
+        .await
+        .unwrap();
+    assert_eq!(
+        copy["metadata"]["labels"],
+        json!({SERVICE_NAME: "web", MANAGED_BY: DISPATCH})
+    );
+    assert_eq!(
+        copy["metadata"]["annotations"],
+        json!({PROVISION: "member1"})
+    );
+    assert_eq!(copy["endpoints"][0]["addresses"], json!(["10.1.0.7"]));
+
+    let object = w
+        .eventually("the finalizer and EndpointSliceDispatched=True", || async {
+            let o = get(&w.http, &w.hub, &format!("{MCS}/web")).await?;
+            let has_finalizer = o["metadata"]["finalizers"]
+                .as_array()
+                .is_some_and(|f| f.iter().any(|f| f == FINALIZER));
+            let dispatched = o["status"]["conditions"]
+                .as_array()?
+                .iter()
+                .find(|c| c["type"] == "EndpointSliceDispatched")?
+                .clone();
+            (has_finalizer && dispatched["status"] == "True").then_some(dispatched)
+        })
+        .await;
+    assert_eq!(object["reason"], "EndpointSliceDispatchedSucceed");
+    assert_eq!(
+        object["message"],
+        "EndpointSlice are dispatched successfully"
+    );
+    assert!(object["lastTransitionTime"].is_string());
+    assert_eq!(
+        w.slice_names(&w.member1).await,
+        ["web-abc"],
+        "nothing goes back to the provider"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn empty_cluster_lists_sync_every_member_to_every_other() {
+    let w = World::start("all-members").await;
+    post(
+        &w.http,
+        &w.member1,
+        SLICES,
+        &native_slice("web-a", "10.1.0.1"),
+    )
+    .await;
+    post(
+        &w.http,
+        &w.member2,
+        SLICES,
+        &native_slice("web-b", "10.2.0.1"),
+    )
+    .await;
+    post(&w.http, &w.hub, MCS, &mcs(json!({}))).await;
+
+    w.await_slices(&w.member1, "member1", &["member2-web-b", "web-a"])
+        .await;
+    w.await_slices(&w.member2, "member2", &["member1-web-a", "web-b"])
+        .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prunes_the_copy_of_a_deleted_slice_and_never_touches_foreign_slices() {
+    let w = World::start("prune").await;
+    post(
+        &w.http,
+        &w.member1,
+        SLICES,
+        &native_slice("web-abc", "10.1.0.7"),
+    )
+    .await;
+    post(
+        &w.http,
+        &w.member2,
+        SLICES,
+        &slice("web-foreign", "someone-else", "10.9.0.9"),
+    )
+    .await;
+    post(&w.http, &w.hub, MCS, &member1_to_member2()).await;
+    w.await_slices(&w.member2, "member2", &["member1-web-abc", "web-foreign"])
+        .await;
+
+    delete(&w.http, &w.member1, &format!("{SLICES}/web-abc")).await;
+    w.await_slices(&w.member2, "member2", &["web-foreign"])
+        .await;
+    let foreign = get(&w.http, &w.member2, &format!("{SLICES}/web-foreign"))
+        .await
+        .unwrap();
+    assert_eq!(foreign["metadata"]["labels"][MANAGED_BY], "someone-else");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deleting_the_mcs_removes_every_copy_then_releases_it() {
+    let w = World::start("delete").await;
+    post(
+        &w.http,
+        &w.member1,
+        SLICES,
+        &native_slice("web-a", "10.1.0.1"),
+    )
+    .await;
+    post(
+        &w.http,
+        &w.member2,
+        SLICES,
+        &native_slice("web-b", "10.2.0.1"),
+    )
+    .await;
+    post(&w.http, &w.hub, MCS, &mcs(json!({}))).await;
+    w.await_slices(&w.member1, "member1", &["member2-web-b", "web-a"])
+        .await;
+    w.await_slices(&w.member2, "member2", &["member1-web-a", "web-b"])
+        .await;
+    w.eventually("the finalizer", || async {
+        let o = get(&w.http, &w.hub, &format!("{MCS}/web")).await?;
+        o["metadata"]["finalizers"]
+            .as_array()?
+            .iter()
+            .any(|f| f == FINALIZER)
+            .then_some(())
+    })
+    .await;
+
+    delete(&w.http, &w.hub, &format!("{MCS}/web")).await;
+    w.await_slices(&w.member1, "member1", &["web-a"]).await;
+    w.await_slices(&w.member2, "member2", &["web-b"]).await;
+    w.eventually("the MCS to be released and gone", || async {
+        get(&w.http, &w.hub, &format!("{MCS}/web"))
+            .await
+            .is_none()
+            .then_some(())
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_copy_keeps_only_the_ports_the_mcs_lists() {
+    let w = World::start("ports").await;
+    post(
+        &w.http,
+        &w.member1,
+        SLICES,
+        &native_slice("web-abc", "10.1.0.7"),
+    )
+    .await;
+    let mut object = member1_to_member2();
+    // `port` is required by the MCS schema and validation; without the hub Service's ports the
+    // filter matches the entry by name.
+    object["spec"]["ports"] = json!([{"name": "http", "port": 80}]);
+    post(&w.http, &w.hub, MCS, &object).await;
+
+    w.await_slices(&w.member2, "member2", &["member1-web-abc"])
+        .await;
+    let copy = get(&w.http, &w.member2, &format!("{SLICES}/member1-web-abc"))
+        .await
+        .unwrap();
+    assert_eq!(
+        copy["ports"],
+        json!([{"name": "http", "port": 8080, "protocol": "TCP"}])
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_provider_keeps_its_copies_and_is_reported() {
+    let w = World::start("unreachable").await;
+    post(
+        &w.http,
+        &w.member1,
+        SLICES,
+        &native_slice("web-abc", "10.1.0.7"),
+    )
+    .await;
+    post(&w.http, &w.hub, MCS, &member1_to_member2()).await;
+    w.await_slices(&w.member2, "member2", &["member1-web-abc"])
+        .await;
+    w.await_dispatched("True", "successfully").await;
+
+    post(
+        &w.http,
+        &w.member1,
+        "/_sim/unreachable",
+        &json!({"on": true}),
+    )
+    .await;
+    // The condition is written at the end of a pass, after its prune step.
+    let failed = w.await_dispatched("False", "member1").await;
+    assert_eq!(failed["reason"], "EndpointSliceDispatchedFailed");
+    assert_eq!(
+        w.slice_names(&w.member2).await,
+        ["member1-web-abc"],
+        "an unreachable provider's copies stay"
+    );
+
+    post(
+        &w.http,
+        &w.member1,
+        "/_sim/unreachable",
+        &json!({"on": false}),
+    )
+    .await;
+    w.await_dispatched("True", "successfully").await;
+    assert_eq!(w.slice_names(&w.member2).await, ["member1-web-abc"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_provider_change_is_synced_by_the_watch_without_waiting_for_a_resync() {
+    // The first resync tick fires at start; after that only watch events can trigger a pass.
+    let w = World::start_with("watch", "1h").await;
+    post(&w.http, &w.hub, MCS, &member1_to_member2()).await;
+    w.await_dispatched("True", "successfully").await;
+
+    post(
+        &w.http,
+        &w.member1,
+        SLICES,
+        &native_slice("web-abc", "10.1.0.7"),
+    )
+    .await;
+    w.await_slices(&w.member2, "member2", &["member1-web-abc"])
+        .await;
+    delete(&w.http, &w.member1, &format!("{SLICES}/web-abc")).await;
+    w.await_slices(&w.member2, "member2", &[]).await;
+}
