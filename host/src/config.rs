@@ -122,6 +122,49 @@ impl EngineArgs {
     }
 }
 
+/// Parses a Go duration such as `10s`, `500ms`, `1m30s`, `1.5s`.
+pub fn parse_go_duration(s: &str) -> Result<Duration, String> {
+    let invalid = || format!("invalid duration {s:?}: expected e.g. 10s, 500ms, 1m30s");
+    if s.is_empty() {
+        return Err(invalid());
+    }
+    if s == "0" {
+        return Ok(Duration::ZERO);
+    }
+    let mut total = 0f64;
+    let mut rest = s;
+    while !rest.is_empty() {
+        let num_len = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .ok_or_else(invalid)?;
+        let value: f64 = rest[..num_len].parse().map_err(|_| invalid())?;
+        rest = &rest[num_len..];
+        let unit_len = rest
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(rest.len());
+        let seconds = match &rest[..unit_len] {
+            "ns" => 1e-9,
+            "us" | "µs" => 1e-6,
+            "ms" => 1e-3,
+            "s" => 1.0,
+            "m" => 60.0,
+            "h" => 3600.0,
+            _ => return Err(invalid()),
+        };
+        total += value * seconds;
+        rest = &rest[unit_len..];
+    }
+    Duration::try_from_secs_f64(total).map_err(|_| invalid())
+}
+
+/// A Go duration that must be positive (e.g. a resync interval).
+pub fn parse_positive_duration(s: &str) -> Result<Duration, String> {
+    match parse_go_duration(s)? {
+        d if d.is_zero() => Err(format!("{s:?}: the duration must be positive")),
+        d => Ok(d),
+    }
+}
+
 #[derive(Debug, clap::Args)]
 pub struct ComponentArgs {
     /// Where to write the component; `-` writes to stdout.
@@ -133,6 +176,19 @@ pub struct ComponentArgs {
 mod tests {
     use super::*;
     use clap::CommandFactory;
+
+    #[test]
+    fn parses_go_durations() {
+        assert_eq!(parse_go_duration("10s"), Ok(Duration::from_secs(10)));
+        assert_eq!(parse_go_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_go_duration("1m30s"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_go_duration("1.5s"), Ok(Duration::from_millis(1500)));
+        assert!(parse_go_duration("10").is_err());
+        assert!(parse_go_duration("s").is_err());
+        assert!(parse_go_duration("10x").is_err());
+        assert!(parse_positive_duration("0").is_err());
+        assert_eq!(parse_positive_duration("1h"), Ok(Duration::from_secs(3600)));
+    }
 
     #[test]
     fn command_line_is_consistent() {

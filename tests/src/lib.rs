@@ -48,3 +48,37 @@ fn binary_dir() -> PathBuf {
         .expect("test executable under target/<profile>/deps")
         .to_path_buf()
 }
+
+/// A child process killed (and reaped) when dropped, so a failing test leaves nothing running.
+pub struct KillOnDrop(pub std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts a kube-sim on a free loopback port; returns it with its base URL.
+pub fn kube_sim(name: &str) -> (KillOnDrop, String) {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    let mut child = Command::new(binary("kube-sim"))
+        .args(["--listen", "127.0.0.1:0", "--name", name])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("kube-sim starts");
+    let mut lines = BufReader::new(child.stdout.take().expect("piped stdout")).lines();
+    let first = lines
+        .next()
+        .expect("kube-sim printed nothing")
+        .expect("reading kube-sim stdout");
+    let url = first
+        .strip_prefix("listening on ")
+        .expect("kube-sim's first line is `listening on URL`")
+        .to_string();
+    // Keep draining stdout so kube-sim never blocks on a full pipe.
+    std::thread::spawn(move || for _ in lines {});
+    (KillOnDrop(child), url)
+}

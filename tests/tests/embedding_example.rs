@@ -2,40 +2,12 @@
 //! `PolicyEngine` — run for real between two kube-sim clusters: a provider slice appears in
 //! the consumer in the shape the component decides, and a dispatched slice is never mirrored.
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use tests::{binary, example};
-
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// Starts a kube-sim and returns it with its URL.
-fn kube_sim(name: &str) -> (Killed, String) {
-    let mut child = Command::new(binary("kube-sim"))
-        .args(["--listen", "127.0.0.1:0", "--name", name])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("kube-sim starts");
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let first = lines.next().expect("kube-sim printed nothing").unwrap();
-    let url = first
-        .strip_prefix("listening on ")
-        .expect("listening line")
-        .to_string();
-    std::thread::spawn(move || for _ in lines {});
-    (Killed(child), url)
-}
+use tests::{KillOnDrop, example, kube_sim};
 
 fn kubeconfig(dir: &Path, name: &str, url: &str) -> PathBuf {
     let path = dir.join(format!("{name}.yaml"));
@@ -93,7 +65,7 @@ async fn the_example_controller_mirrors_slices_as_the_component_decides() {
         );
     }
 
-    let _mirror = Killed(
+    let _mirror = KillOnDrop(
         Command::new(example("endpoint_mirror"))
             .args([
                 "--provider-kubeconfig",

@@ -4,13 +4,12 @@
 
 use std::fs::File;
 use std::future::Future;
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use tests::{binary, workspace_root};
+use tests::{KillOnDrop, binary, kube_sim, workspace_root};
 
 const DEADLINE: Duration = Duration::from_secs(30);
 const SLICES: &str = "/apis/discovery.k8s.io/v1/namespaces/shop/endpointslices";
@@ -22,33 +21,6 @@ const DISPATCH: &str = "endpointslice-dispatch-controller.karmada.io";
 const PROVISION: &str = "endpointslice.karmada.io/provision-cluster";
 const FINALIZER: &str = "networking.karmada.io/mcs-policy-sync";
 
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// Starts a kube-sim and returns it with its URL.
-fn kube_sim(name: &str) -> (Killed, String) {
-    let mut child = Command::new(binary("kube-sim"))
-        .args(["--listen", "127.0.0.1:0", "--name", name])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("kube-sim starts");
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let first = lines.next().expect("kube-sim printed nothing").unwrap();
-    let url = first
-        .strip_prefix("listening on ")
-        .expect("listening line")
-        .to_string();
-    std::thread::spawn(move || for _ in lines {});
-    (Killed(child), url)
-}
-
 /// Three clusters, the MCS CRD in the hub, and a running controller.
 struct World {
     hub: String,
@@ -57,8 +29,8 @@ struct World {
     http: reqwest::Client,
     dir: PathBuf,
     // Dropped last-to-first: the controller stops before the clusters.
-    _controller: Killed,
-    _sims: Vec<Killed>,
+    _controller: KillOnDrop,
+    _sims: Vec<KillOnDrop>,
 }
 
 impl World {
@@ -99,7 +71,7 @@ impl World {
             member2,
             http,
             dir,
-            _controller: Killed(controller),
+            _controller: KillOnDrop(controller),
             _sims: vec![hub_sim, m1_sim, m2_sim],
         }
     }

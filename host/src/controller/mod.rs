@@ -39,7 +39,7 @@ pub struct SyncArgs {
     pub members: Vec<String>,
 
     /// Time between two full passes over every MultiClusterService (`500ms`, `2s`, `1m`).
-    #[arg(long, default_value = "2s", value_parser = parse_duration, value_name = "DURATION")]
+    #[arg(long, default_value = "2s", value_parser = crate::config::parse_positive_duration, value_name = "DURATION")]
     pub resync_interval: Duration,
 
     /// Field manager of the server-side applies into the member clusters.
@@ -142,43 +142,5 @@ pub async fn pass(ctx: &Context) {
             Ok(_) => {}
             Err(err) => tracing::warn!(mcs = %object, error = %chain(&err), "sync failed"),
         }
-    }
-}
-
-/// Parses `250ms`, `2s`, `1m`, `1h` or a bare number of seconds.
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    let text = text.trim();
-    let split = text
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let n: u64 = number
-        .parse()
-        .map_err(|_| format!("{text:?} is not a duration like 500ms, 2s or 1m"))?;
-    let duration = match unit {
-        "ms" => Duration::from_millis(n),
-        "" | "s" => Duration::from_secs(n),
-        "m" => Duration::from_secs(n * 60),
-        "h" => Duration::from_secs(n * 3600),
-        _ => return Err(format!("{text:?}: unknown unit {unit:?} (ms, s, m, h)")),
-    };
-    if duration.is_zero() {
-        return Err("the duration must be positive".into());
-    }
-    Ok(duration)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn parses_durations_with_units() {
-        assert_eq!(parse_duration("200ms"), Ok(Duration::from_millis(200)));
-        assert_eq!(parse_duration("2s"), Ok(Duration::from_secs(2)));
-        assert_eq!(parse_duration("3"), Ok(Duration::from_secs(3)));
-        assert_eq!(parse_duration("1m"), Ok(Duration::from_secs(60)));
-        assert!(parse_duration("2x").is_err());
-        assert!(parse_duration("0s").is_err());
     }
 }

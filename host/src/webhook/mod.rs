@@ -74,19 +74,19 @@ pub struct ServeArgs {
     pub engine: EngineArgs,
 
     /// Time budget when the API server sends no `?timeout=` (its default is 10s).
-    #[arg(long, default_value = "10s", value_parser = deadline::parse_go_duration, value_name = "DURATION")]
+    #[arg(long, default_value = "10s", value_parser = crate::config::parse_go_duration, value_name = "DURATION")]
     pub default_timeout: Duration,
 
     /// Kept back from the API server's timeout so the answer arrives in time.
-    #[arg(long, default_value = "250ms", value_parser = deadline::parse_go_duration, value_name = "DURATION")]
+    #[arg(long, default_value = "250ms", value_parser = crate::config::parse_go_duration, value_name = "DURATION")]
     pub timeout_margin: Duration,
 
     /// How often certificate and component files are checked for changes.
-    #[arg(long, default_value = "2s", value_parser = deadline::parse_go_duration, value_name = "DURATION")]
+    #[arg(long, default_value = "2s", value_parser = crate::config::parse_go_duration, value_name = "DURATION")]
     pub reload_interval: Duration,
 
     /// How long shutdown waits for in-flight requests.
-    #[arg(long, default_value = "20s", value_parser = deadline::parse_go_duration, value_name = "DURATION")]
+    #[arg(long, default_value = "20s", value_parser = crate::config::parse_go_duration, value_name = "DURATION")]
     pub drain_timeout: Duration,
 }
 
