@@ -76,6 +76,21 @@ fn parallel<T: Sync>(items: &[T], f: impl Fn(&T) -> Option<String> + Sync) -> Ve
     })
 }
 
+/// A failure line: the case and the start of what wasmtime printed (cut on a char boundary).
+fn differs(case: &str, out: &str) -> String {
+    let shown: String = out.chars().take(400).collect();
+    format!("{case}: wasmtime printed {shown}")
+}
+
+fn assert_all_agree(failures: &[String]) {
+    assert!(
+        failures.is_empty(),
+        "{} fixtures differ under the wasmtime CLI:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
 fn admission_args(case: &AdmissionCase) -> (String, String, String) {
     let body = serde_json::to_vec(&case.review).unwrap();
     let review = parse_review(&body).unwrap();
@@ -183,20 +198,9 @@ fn wasmtime_cli_validates_every_fixture_like_the_host() {
                         .is_none_or(|m| out.contains(&format!("message: {}", wave::string(m))))
             }
         };
-        (!ok).then(|| {
-            format!(
-                "{}: wasmtime printed {}",
-                f.name,
-                &out[..out.len().min(400)]
-            )
-        })
+        (!ok).then(|| differs(&f.name, &out))
     });
-    assert!(
-        failures.is_empty(),
-        "{} fixtures differ under the wasmtime CLI:\n{}",
-        failures.len(),
-        failures.join("\n")
-    );
+    assert_all_agree(&failures);
 }
 
 #[test]
@@ -213,14 +217,9 @@ fn wasmtime_cli_mutates_every_fixture_like_the_host() {
         } else {
             out == "ok([])"
         };
-        (!ok).then(|| format!("{}: wasmtime printed {out}", f.name))
+        (!ok).then(|| differs(&f.name, &out))
     });
-    assert!(
-        failures.is_empty(),
-        "{} fixtures differ under the wasmtime CLI:\n{}",
-        failures.len(),
-        failures.join("\n")
-    );
+    assert_all_agree(&failures);
 }
 
 #[test]
@@ -283,18 +282,7 @@ fn wasmtime_cli_filters_every_fixture_like_the_host() {
         // One `address-type:` per copy; each expected copy by name.
         let ok = out.matches("address-type: ").count() == names.len()
             && names.iter().all(|n| out.contains(n.as_str()));
-        (!ok).then(|| {
-            format!(
-                "{}: wasmtime printed {}",
-                f.name,
-                &out[..out.len().min(400)]
-            )
-        })
+        (!ok).then(|| differs(&f.name, &out))
     });
-    assert!(
-        failures.is_empty(),
-        "{} fixtures differ under the wasmtime CLI:\n{}",
-        failures.len(),
-        failures.join("\n")
-    );
+    assert_all_agree(&failures);
 }
