@@ -53,7 +53,7 @@ fn invoke(call: &str) -> String {
         "wasmtime run failed ({}): {}\ncall: {}",
         out.status,
         String::from_utf8_lossy(&out.stderr),
-        &call[..call.len().min(300)]
+        call.chars().take(300).collect::<String>()
     );
     String::from_utf8(out.stdout)
         .expect("utf-8 output")
