@@ -467,3 +467,205 @@ async fn a_provider_change_is_synced_by_the_watch_without_waiting_for_a_resync()
     delete(&w.http, &w.member1, &format!("{SLICES}/web-abc")).await;
     w.await_slices(&w.member2, "member2", &[]).await;
 }
+
+const SERVICES: &str = "/api/v1/namespaces/shop/services";
+const EVENTS: &str = "/api/v1/namespaces/shop/events";
+
+fn service(ports: Value) -> Value {
+    json!({
+        "apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": "web", "namespace": "shop", "labels": {"app": "web"}},
+        "spec": {"clusterIP": "10.96.0.10", "clusterIPs": ["10.96.0.10"],
+                 "selector": {"app": "web"}, "ports": ports},
+    })
+}
+
+async fn put(http: &reqwest::Client, url: &str, path: &str, body: &Value) {
+    let resp = http
+        .put(format!("{url}{path}"))
+        .json(body)
+        .send()
+        .await
+        .unwrap();
+    let status = resp.status();
+    assert!(
+        status.is_success(),
+        "PUT {path}: {status} {}",
+        resp.text().await.unwrap_or_default()
+    );
+}
+
+impl World {
+    /// Waits for the MCS's `ServiceApplied` condition to have `status`; returns it.
+    async fn await_service_applied(&self, status: &str) -> Value {
+        self.eventually(&format!("ServiceApplied={status}"), || async {
+            let o = get(&self.http, &self.hub, &format!("{MCS}/web")).await?;
+            let c = o["status"]["conditions"]
+                .as_array()?
+                .iter()
+                .find(|c| c["type"] == "ServiceApplied")?
+                .clone();
+            (c["status"] == status).then_some(c)
+        })
+        .await
+    }
+
+    /// Waits until `url` holds Service `web` whose ports equal `ports`; returns it.
+    async fn await_service_ports(&self, url: &str, cluster: &str, ports: &Value) -> Value {
+        self.eventually(&format!("{cluster} to hold web with {ports}"), || async {
+            let s = get(&self.http, url, &format!("{SERVICES}/web")).await?;
+            (&s["spec"]["ports"] == ports).then_some(s)
+        })
+        .await
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unnamed_mcs_port_matches_by_number_through_the_hub_service() {
+    let w = World::start("service-ports").await;
+    post(
+        &w.http,
+        &w.member1,
+        SLICES,
+        &native_slice("web-abc", "10.1.0.7"),
+    )
+    .await;
+    let ports = json!([{"name": "http", "port": 80}, {"name": "metrics", "port": 9090}]);
+    post(&w.http, &w.hub, SERVICES, &service(ports)).await;
+    let mut object = member1_to_member2();
+    object["spec"]["ports"] = json!([{"port": 9090}]);
+    post(&w.http, &w.hub, MCS, &object).await;
+
+    let copy = w
+        .eventually("the copy with only the metrics port", || async {
+            let copy = get(&w.http, &w.member2, &format!("{SLICES}/member1-web-abc")).await?;
+            (copy["ports"].as_array()?.len() == 1).then_some(copy)
+        })
+        .await;
+    assert_eq!(
+        copy["ports"],
+        json!([{"name": "metrics", "port": 9100, "protocol": "TCP"}])
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_hub_service_is_propagated_and_updated_keeping_the_members_cluster_ip() {
+    let w = World::start("service-propagation").await;
+    let ports = json!([{"name": "http", "port": 80}]);
+    post(&w.http, &w.hub, SERVICES, &service(ports.clone())).await;
+    // member2 already has the Service, with its own clusterIP.
+    let mut own = service(ports.clone());
+    own["spec"]["clusterIP"] = json!("10.0.0.99");
+    own["spec"]["clusterIPs"] = json!(["10.0.0.99"]);
+    post(&w.http, &w.member2, SERVICES, &own).await;
+    post(&w.http, &w.hub, MCS, &member1_to_member2()).await;
+
+    let applied = w.await_service_applied("True").await;
+    assert_eq!(applied["reason"], "ServiceAppliedSucceed");
+    assert_eq!(
+        applied["message"],
+        "Service is propagated to target clusters."
+    );
+    let created = w.await_service_ports(&w.member1, "member1", &ports).await;
+    assert_eq!(created["spec"]["selector"], json!({"app": "web"}));
+    assert_ne!(created["spec"]["clusterIP"], "10.96.0.10");
+    assert!(
+        created["spec"]["clusterIPs"].is_null()
+            || created["spec"]["clusterIPs"] != json!(["10.96.0.10"])
+    );
+    assert_eq!(created["metadata"]["labels"], json!({"app": "web"}));
+
+    // Change the template's ports: both members follow; member2 keeps its clusterIP.
+    let mut template = get(&w.http, &w.hub, &format!("{SERVICES}/web"))
+        .await
+        .unwrap();
+    let new_ports = json!([{"name": "http", "port": 80}, {"name": "metrics", "port": 9090}]);
+    template["spec"]["ports"] = new_ports.clone();
+    put(&w.http, &w.hub, &format!("{SERVICES}/web"), &template).await;
+    w.await_service_ports(&w.member1, "member1", &new_ports)
+        .await;
+    let updated = w
+        .await_service_ports(&w.member2, "member2", &new_ports)
+        .await;
+    assert_eq!(updated["spec"]["clusterIP"], "10.0.0.99");
+    assert_eq!(updated["spec"]["clusterIPs"], json!(["10.0.0.99"]));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_missing_template_fails_service_applied_but_slices_are_still_dispatched() {
+    let w = World::start("service-missing").await;
+    post(
+        &w.http,
+        &w.member1,
+        SLICES,
+        &native_slice("web-abc", "10.1.0.7"),
+    )
+    .await;
+    post(&w.http, &w.hub, MCS, &member1_to_member2()).await;
+
+    w.await_slices(&w.member2, "member2", &["member1-web-abc"])
+        .await;
+    let failed = w.await_service_applied("False").await;
+    assert_eq!(failed["reason"], "ServiceAppliedFailed");
+    assert_eq!(failed["message"], "service shop/web not found in the hub");
+    w.await_dispatched("True", "successfully").await;
+    assert!(
+        get(&w.http, &w.member1, &format!("{SERVICES}/web"))
+            .await
+            .is_none()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unknown_provider_is_reported_by_one_cluster_not_found_event() {
+    let w = World::start("events").await;
+    post(
+        &w.http,
+        &w.hub,
+        MCS,
+        &mcs(json!({
+            "providerClusters": [{"name": "ghost"}, {"name": "member1"}],
+            "consumerClusters": [{"name": "member2"}],
+        })),
+    )
+    .await;
+    let not_found = || async {
+        let list = get(&w.http, &w.hub, EVENTS).await?;
+        let found: Vec<Value> = list["items"]
+            .as_array()?
+            .iter()
+            .filter(|e| e["reason"] == "ClusterNotFound")
+            .cloned()
+            .collect();
+        Some(found)
+    };
+    let found = w
+        .eventually("a ClusterNotFound event", || async {
+            not_found().await.filter(|f| !f.is_empty())
+        })
+        .await;
+    assert_eq!(found[0]["message"], "Provider cluster ghost is not found");
+    assert_eq!(found[0]["type"], "Warning");
+    assert_eq!(found[0]["involvedObject"]["kind"], "MultiClusterService");
+    assert_eq!(found[0]["involvedObject"]["name"], "web");
+    assert_eq!(found[0]["source"]["component"], "mcs-policy");
+
+    // Passes that certainly ran after the first Event: one dispatches a new slice, a later one
+    // prunes its copy (with 200ms resyncs in between); still exactly one ClusterNotFound.
+    post(
+        &w.http,
+        &w.member1,
+        SLICES,
+        &native_slice("web-abc", "10.1.0.7"),
+    )
+    .await;
+    w.await_slices(&w.member2, "member2", &["member1-web-abc"])
+        .await;
+    delete(&w.http, &w.member1, &format!("{SLICES}/web-abc")).await;
+    w.await_slices(&w.member2, "member2", &[]).await;
+    assert_eq!(
+        not_found().await.unwrap().len(),
+        1,
+        "exactly one ClusterNotFound event"
+    );
+}

@@ -4,9 +4,11 @@
 //! [`Registry`](crate::clusters::Registry).
 
 pub mod apply;
+pub mod events;
 pub mod plan;
 pub mod read;
 pub mod reconcile;
+pub mod service;
 pub mod status;
 pub mod watch;
 
@@ -72,6 +74,8 @@ pub struct Context {
     pub planner: Planner,
     /// Field manager of the applies.
     pub field_manager: String,
+    /// What the Events last reported, per MCS uid.
+    pub events: events::Memory,
 }
 
 /// Runs the controller until `shutdown` resolves.
@@ -95,6 +99,7 @@ pub async fn run(args: SyncArgs, shutdown: impl Future<Output = ()>) -> Result<(
             budget: Duration::from_millis(args.budget_ms),
         },
         field_manager: args.field_manager,
+        events: events::Memory::default(),
     };
     let notify = Arc::new(Notify::new());
     let watches = watch::spawn(&ctx.registry, &notify);
@@ -129,6 +134,9 @@ pub async fn pass(ctx: &Context) {
         Err(err) => return tracing::warn!(error = %chain(&err), "cannot read the hub"),
     };
     let ready = ctx.registry.ready_members().await;
+    if let Ok(mut memory) = ctx.events.lock() {
+        memory.retain(|uid, _| all.iter().any(|m| m.metadata.uid.as_ref() == Some(uid)));
+    }
     for mcs in &all {
         let object = read::object_name(mcs);
         match reconcile::reconcile(ctx, mcs, &ready).await {

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::engine::types::{EndpointSlice, McsRef, SyncPlan};
+use crate::engine::types::{EndpointSlice, McsRef, ServicePort, SyncPlan};
 use crate::engine::{EngineError, PolicyEngine};
 
 /// Why the component gave no decision.
@@ -46,15 +46,18 @@ impl Planner {
         })
     }
 
-    /// WIT `filter`: the copies `consumer` must hold of `provider`'s `slices`.
+    /// WIT `filter`: the copies `consumer` must hold of `provider`'s `slices`, given the hub
+    /// Service's ports (`None` when the hub has no such Service).
     pub async fn filter(
         &self,
         mcs: &McsRef,
+        service_ports: Option<&[ServicePort]>,
         provider: &str,
         consumer: &str,
         slices: &[EndpointSlice],
     ) -> Result<Vec<EndpointSlice>, PlanError> {
         let (engine, budget) = (self.engine.clone(), self.budget);
+        let service_ports = service_ports.map(<[ServicePort]>::to_vec);
         let (mcs, provider, consumer, slices) = (
             mcs.clone(),
             provider.to_string(),
@@ -63,7 +66,14 @@ impl Planner {
         );
         let object = format!("{}/{}", mcs.namespace, mcs.name);
         self.blocking(&object, move || {
-            engine.filter(&mcs, None, &provider, &consumer, &slices, budget)
+            engine.filter(
+                &mcs,
+                service_ports.as_deref(),
+                &provider,
+                &consumer,
+                &slices,
+                budget,
+            )
         })
         .await
     }

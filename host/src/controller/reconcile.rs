@@ -7,11 +7,13 @@ use kube::api::DynamicObject;
 
 use super::Context;
 use super::apply::{apply_copy, delete_slice, has_finalizer, set_finalizer};
+use super::events::{Seen, due, emit};
 use super::plan::PlanError;
 use super::read::{ReadError, list_slice_objects, list_slices, mcs_json, object_name};
+use super::service::{Outcome, ServiceError, ensure, read_template, service_ports};
 use super::status::{Condition, StatusError, set_conditions};
 use crate::engine::convert;
-use crate::engine::types::{EndpointSlice, McsRef, SyncPlan};
+use crate::engine::types::{EndpointSlice, McsRef, ServicePort, SyncPlan};
 
 /// A failure that stops the pass for this MCS (the hub side: plan, finalizer, status).
 #[derive(Debug, thiserror::Error)]
@@ -93,20 +95,130 @@ pub async fn reconcile(
     for name in &plan.unknown_consumers {
         tracing::warn!(mcs = %object, "Consumer cluster {name} is not found");
     }
-    let report = dispatch(ctx, &object, &plan, ready).await;
+    let unknown = plan
+        .unknown_providers
+        .iter()
+        .map(|n| format!("provider {n}"))
+        .chain(
+            plan.unknown_consumers
+                .iter()
+                .map(|n| format!("consumer {n}")),
+        )
+        .collect();
+    let template = read_template(hub, &plan.mcs.namespace, &plan.mcs.name).await;
+    let ports = match &template {
+        Ok(Some(t)) => Some(service_ports(t)),
+        _ => None,
+    };
+    let service_error = sync_service(ctx, &object, &plan, ready, template).await;
+    let report = dispatch(ctx, &object, &plan, ready, ports.as_deref()).await;
     let error = (!report.errors.is_empty()).then(|| report.errors.join("; "));
     set_conditions(
         hub,
         mcs,
-        &[Condition::valid(None), Condition::dispatched(error)],
+        &[
+            Condition::valid(None),
+            Condition::service_applied(service_error.clone()),
+            Condition::dispatched(error.clone()),
+        ],
     )
     .await?;
+    let now = Seen {
+        unknown,
+        service_applied: Some(service_error.is_none()),
+        dispatched: Some(error.is_none()),
+    };
+    report_events(ctx, mcs, &plan, now, service_error, error).await;
     Ok(report)
+}
+
+/// Emits the Events due for what changed since the last pass (SPEC §4.3, §4.9); remembers
+/// the new state only when every Event was written, so a failed one is retried.
+async fn report_events(
+    ctx: &Context,
+    mcs: &DynamicObject,
+    plan: &SyncPlan,
+    now: Seen,
+    service_error: Option<String>,
+    dispatch_error: Option<String>,
+) {
+    let Some(uid) = mcs.metadata.uid.clone() else {
+        return;
+    };
+    let seen = match ctx.events.lock() {
+        Ok(memory) => memory.get(&uid).cloned().unwrap_or_default(),
+        Err(_) => return,
+    };
+    let notes = due(
+        &seen,
+        &now,
+        &plan.unknown_providers,
+        &plan.unknown_consumers,
+        service_error.as_deref(),
+        dispatch_error.as_deref(),
+    );
+    let mut written = true;
+    for note in &notes {
+        if let Err(err) = emit(&ctx.registry.hub.client, mcs, note).await {
+            tracing::warn!(mcs = %object_name(mcs), error = %chain(&err), "event not written");
+            written = false;
+        }
+    }
+    if written && let Ok(mut memory) = ctx.events.lock() {
+        memory.insert(uid, now);
+    }
+}
+
+/// Ensures the hub's Service template in every ready cluster of P ∪ C (SPEC §4.7); returns
+/// the error of the `ServiceApplied` condition, if any.
+async fn sync_service(
+    ctx: &Context,
+    object: &str,
+    plan: &SyncPlan,
+    ready: &[String],
+    template: Result<Option<k8s_openapi::api::core::v1::Service>, ServiceError>,
+) -> Option<String> {
+    let template = match template {
+        Ok(Some(template)) => template,
+        Ok(None) => {
+            let err = ServiceError::TemplateMissing {
+                namespace: plan.mcs.namespace.clone(),
+                name: plan.mcs.name.clone(),
+            };
+            return Some(chain(&err));
+        }
+        Err(err) => return Some(chain(&err)),
+    };
+    let mut errors = Vec::new();
+    let mut targets: Vec<&String> = plan.providers.iter().chain(&plan.consumers).collect();
+    targets.sort();
+    targets.dedup();
+    for member in targets.into_iter().filter(|m| ready.contains(m)) {
+        let Some(cluster) = ctx.registry.member(member) else {
+            continue;
+        };
+        match ensure(&cluster.client, member, &template).await {
+            Ok(Outcome::Unchanged) => {}
+            Ok(outcome) => tracing::info!(mcs = object, cluster = %member, ?outcome, "service"),
+            Err(err) => {
+                let message = chain(&err);
+                tracing::warn!(mcs = object, error = %message, "service propagation failed");
+                errors.push(message);
+            }
+        }
+    }
+    (!errors.is_empty()).then(|| errors.join("; "))
 }
 
 /// Collect from the providers; then, member by member, filter and apply the copies it must
 /// hold (when it is a consumer) and prune the stale ones.
-async fn dispatch(ctx: &Context, object: &str, plan: &SyncPlan, ready: &[String]) -> Report {
+async fn dispatch(
+    ctx: &Context,
+    object: &str,
+    plan: &SyncPlan,
+    ready: &[String],
+    service_ports: Option<&[ServicePort]>,
+) -> Report {
     let mut report = Report::default();
     let (read, complete) = collect(ctx, object, plan, ready, &mut report).await;
     for consumer in plan.consumers.iter().filter(|c| !ready.contains(c)) {
@@ -144,7 +256,11 @@ async fn dispatch(ctx: &Context, object: &str, plan: &SyncPlan, ready: &[String]
         let mut desired = Vec::new();
         if plan.consumers.contains(member) {
             for (provider, slices) in read.iter().filter(|(p, _)| p != member) {
-                let copies = match ctx.planner.filter(mcs, provider, member, slices).await {
+                let copies = match ctx
+                    .planner
+                    .filter(mcs, service_ports, provider, member, slices)
+                    .await
+                {
                     Ok(copies) => copies,
                     Err(err) => {
                         report.fail(object, &err);

@@ -11,6 +11,8 @@ use super::read::{mcs_resource, object_name};
 
 /// Condition type of the dispatch outcome.
 pub const DISPATCHED: &str = "EndpointSliceDispatched";
+/// Condition type of the Service propagation outcome.
+pub const SERVICE_APPLIED: &str = "ServiceApplied";
 /// Condition type of the validation outcome.
 pub const VALID: &str = "Valid";
 
@@ -48,6 +50,24 @@ impl Condition {
                 type_: DISPATCHED,
                 status: false,
                 reason: "EndpointSliceDispatchedFailed",
+                message,
+            },
+        }
+    }
+
+    /// `ServiceApplied` for a propagation that succeeded, or failed with `error`.
+    pub fn service_applied(error: Option<String>) -> Self {
+        match error {
+            None => Condition {
+                type_: SERVICE_APPLIED,
+                status: true,
+                reason: "ServiceAppliedSucceed",
+                message: "Service is propagated to target clusters.".into(),
+            },
+            Some(message) => Condition {
+                type_: SERVICE_APPLIED,
+                status: false,
+                reason: "ServiceAppliedFailed",
                 message,
             },
         }

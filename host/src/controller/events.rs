@@ -1,0 +1,180 @@
+//! The *events* step (SPEC §4.3, §4.9): core v1 Events on the MultiClusterService in the hub.
+//! To avoid one Event per resync, an Event is emitted only when what it reports changes: the
+//! status of its condition, or the set of unknown cluster names ([`Memory`], per MCS uid).
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, Mutex};
+
+use k8s_openapi::api::core::v1::{Event, EventSource, ObjectReference};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{DynamicObject, PostParams};
+use kube::{Api, Client};
+
+use super::read::object_name;
+
+/// `source.component` of every Event.
+pub const COMPONENT: &str = "mcs-policy";
+
+/// Why an Event could not be written.
+#[derive(Debug, thiserror::Error)]
+pub enum EventError {
+    #[error("creating event {reason} for multiclusterservice {object} in the hub")]
+    Create {
+        object: String,
+        reason: String,
+        #[source]
+        source: Box<kube::Error>,
+    },
+}
+
+/// What was last reported for one MCS.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Seen {
+    pub unknown: BTreeSet<String>,
+    pub service_applied: Option<bool>,
+    pub dispatched: Option<bool>,
+}
+
+/// The last report of every MCS, keyed by uid.
+pub type Memory = Arc<Mutex<HashMap<String, Seen>>>;
+
+/// One Event to write.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Note {
+    pub warning: bool,
+    pub reason: &'static str,
+    pub message: String,
+}
+
+/// The Events due given what was `seen` before and what is `now`.
+pub fn due(
+    seen: &Seen,
+    now: &Seen,
+    unknown_providers: &[String],
+    unknown_consumers: &[String],
+    service_error: Option<&str>,
+    dispatch_error: Option<&str>,
+) -> Vec<Note> {
+    let mut out = Vec::new();
+    if now.unknown != seen.unknown {
+        for (role, names) in [
+            ("Provider", unknown_providers),
+            ("Consumer", unknown_consumers),
+        ] {
+            for name in names {
+                out.push(Note {
+                    warning: true,
+                    reason: "ClusterNotFound",
+                    message: format!("{role} cluster {name} is not found"),
+                });
+            }
+        }
+    }
+    if now.service_applied != seen.service_applied {
+        out.push(match service_error {
+            None => Note {
+                warning: false,
+                reason: "SyncServiceSucceed",
+                message: "Service is propagated to target clusters.".into(),
+            },
+            Some(e) => Note {
+                warning: true,
+                reason: "SyncServiceFailed",
+                message: e.to_string(),
+            },
+        });
+    }
+    if now.dispatched != seen.dispatched {
+        out.push(match dispatch_error {
+            None => Note {
+                warning: false,
+                reason: "DispatchEndpointSliceSucceed",
+                message: "EndpointSlice are dispatched successfully".into(),
+            },
+            Some(e) => Note {
+                warning: true,
+                reason: "DispatchEndpointSliceFailed",
+                message: e.to_string(),
+            },
+        });
+    }
+    out
+}
+
+/// Writes `note` as a core v1 Event about `mcs` in its namespace of the hub.
+pub async fn emit(hub: &Client, mcs: &DynamicObject, note: &Note) -> Result<(), EventError> {
+    let namespace = mcs.metadata.namespace.clone().unwrap_or_default();
+    let name = mcs.metadata.name.clone().unwrap_or_default();
+    let now = Time(Timestamp::now());
+    let event = Event {
+        metadata: ObjectMeta {
+            generate_name: Some(format!("{name}.")),
+            namespace: Some(namespace.clone()),
+            ..ObjectMeta::default()
+        },
+        involved_object: ObjectReference {
+            api_version: Some("networking.karmada.io/v1alpha1".into()),
+            kind: Some("MultiClusterService".into()),
+            name: Some(name),
+            namespace: Some(namespace.clone()),
+            uid: mcs.metadata.uid.clone(),
+            resource_version: mcs.metadata.resource_version.clone(),
+            ..ObjectReference::default()
+        },
+        reason: Some(note.reason.into()),
+        message: Some(note.message.clone()),
+        type_: Some(if note.warning { "Warning" } else { "Normal" }.into()),
+        source: Some(EventSource {
+            component: Some(COMPONENT.into()),
+            host: None,
+        }),
+        first_timestamp: Some(now.clone()),
+        last_timestamp: Some(now),
+        count: Some(1),
+        reporting_component: Some(COMPONENT.into()),
+        ..Event::default()
+    };
+    let api: Api<Event> = Api::namespaced(hub.clone(), &namespace);
+    api.create(&PostParams::default(), &event)
+        .await
+        .map(drop)
+        .map_err(|source| EventError::Create {
+            object: object_name(mcs),
+            reason: note.reason.into(),
+            source: Box::new(source),
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_changes_are_reported() {
+        let now = Seen {
+            unknown: BTreeSet::from(["ghost".to_string()]),
+            service_applied: Some(false),
+            dispatched: Some(true),
+        };
+        let first = due(
+            &Seen::default(),
+            &now,
+            &["ghost".into()],
+            &[],
+            Some("boom"),
+            None,
+        );
+        let reasons: Vec<_> = first.iter().map(|n| n.reason).collect();
+        assert_eq!(
+            reasons,
+            [
+                "ClusterNotFound",
+                "SyncServiceFailed",
+                "DispatchEndpointSliceSucceed"
+            ]
+        );
+        assert_eq!(first[0].message, "Provider cluster ghost is not found");
+        assert!(due(&now, &now, &["ghost".into()], &[], Some("boom"), None).is_empty());
+    }
+}
