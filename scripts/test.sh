@@ -6,6 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 WASMTIME_VERSION=48.0.8   # must match the `wasmtime` crate pinned in Cargo.toml
+export PATH="$HOME/.cargo/bin:$PATH"   # where rustup and `cargo install` put tools
 
 step() { printf '\n==> %s\n' "$*"; }
 
@@ -16,7 +17,6 @@ if ! wasmtime --version 2>/dev/null | grep -q "wasmtime $WASMTIME_VERSION"; then
   step "installing wasmtime-cli $WASMTIME_VERSION (once per machine, ~11 min)"
   cargo install wasmtime-cli --locked --version "$WASMTIME_VERSION"
 fi
-export PATH="$HOME/.cargo/bin:$PATH"
 
 if ! command -v kubectl >/dev/null; then
   step "installing kubectl (kubernetes-client) for the kube-sim tests"
