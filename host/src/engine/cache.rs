@@ -33,13 +33,13 @@ impl<'a> ArtefactCache<'a> {
 
     pub fn load(&self, engine: &Engine, digest: &str) -> Option<Component> {
         let path = self.path(engine, digest);
-        if !path.is_file() {
-            return None;
-        }
+        // Read into memory rather than `deserialize_file`: a memory-mapped artefact that
+        // something rewrites in place would crash the process with SIGBUS.
+        let bytes = std::fs::read(&path).ok()?;
         // SAFETY: entries are written only by `store` below, from this engine's own
         // `precompile_component`, into a directory the operator controls; wasmtime also checks
         // the header against the engine's configuration and refuses incompatible artefacts.
-        match unsafe { Component::deserialize_file(engine, &path) } {
+        match unsafe { Component::deserialize(engine, &bytes) } {
             Ok(component) => {
                 tracing::debug!(path = %path.display(), "loaded compiled component from cache");
                 Some(component)
