@@ -26,6 +26,8 @@ struct World {
     hub: String,
     member1: String,
     member2: String,
+    /// Only with [`World::start_full`]'s `member3`.
+    member3: Option<String>,
     http: reqwest::Client,
     dir: PathBuf,
     // Dropped last-to-first: the controller stops before the clusters.
@@ -40,16 +42,32 @@ impl World {
     }
 
     async fn start_with(test: &str, resync: &str) -> World {
+        World::start_full(test, resync, &[], false).await
+    }
+
+    /// With `extra` controller flags and, if `member3`, a third member cluster.
+    async fn start_full(test: &str, resync: &str, extra: &[&str], member3: bool) -> World {
         let (hub_sim, hub) = kube_sim("hub");
         let (m1_sim, member1) = kube_sim("member1");
         let (m2_sim, member2) = kube_sim("member2");
+        let mut sims = vec![hub_sim, m1_sim, m2_sim];
+        let member3 = member3.then(|| {
+            let (m3_sim, member3) = kube_sim("member3");
+            sims.push(m3_sim);
+            member3
+        });
         let dir =
             std::env::temp_dir().join(format!("mcs-policy-sync-{}-{test}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        let kubeconfig = write_kubeconfig(
-            &dir,
-            &[("hub", &hub), ("member1", &member1), ("member2", &member2)],
-        );
+        let mut contexts = vec![
+            ("hub", hub.as_str()),
+            ("member1", member1.as_str()),
+            ("member2", member2.as_str()),
+        ];
+        if let Some(member3) = &member3 {
+            contexts.push(("member3", member3.as_str()));
+        }
+        let kubeconfig = write_kubeconfig(&dir, &contexts);
         let http = reqwest::Client::new();
         let crd_path =
             workspace_root().join("policies/crds/networking.karmada.io_multiclusterservices.yaml");
@@ -61,6 +79,7 @@ impl World {
             .arg("--kubeconfig")
             .arg(&kubeconfig)
             .args(["--hub", "hub", "--resync-interval", resync])
+            .args(extra)
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()
@@ -69,10 +88,11 @@ impl World {
             hub,
             member1,
             member2,
+            member3,
             http,
             dir,
             _controller: KillOnDrop(controller),
-            _sims: vec![hub_sim, m1_sim, m2_sim],
+            _sims: sims,
         }
     }
 
@@ -446,6 +466,93 @@ async fn an_unreachable_provider_keeps_its_copies_and_is_reported() {
     .await;
     w.await_dispatched("True", "successfully").await;
     assert_eq!(w.slice_names(&w.member2).await, ["member1-web-abc"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn past_the_stale_endpoint_timeout_an_unreachable_providers_copies_are_withdrawn() {
+    let w = World::start_full("stale", "200ms", &["--stale-endpoint-timeout", "1s"], true).await;
+    let member3 = w.member3.clone().unwrap();
+    post(
+        &w.http,
+        &w.member1,
+        SLICES,
+        &native_slice("web-abc", "10.1.0.7"),
+    )
+    .await;
+    post(
+        &w.http,
+        &member3,
+        SLICES,
+        &native_slice("web-xyz", "10.3.0.9"),
+    )
+    .await;
+    let both = json!({
+        "providerClusters": [{"name": "member1"}, {"name": "member3"}],
+        "consumerClusters": [{"name": "member2"}],
+    });
+    post(&w.http, &w.hub, MCS, &mcs(both)).await;
+    w.await_slices(
+        &w.member2,
+        "member2",
+        &["member1-web-abc", "member3-web-xyz"],
+    )
+    .await;
+    w.await_dispatched("True", "successfully").await;
+
+    post(
+        &w.http,
+        &w.member1,
+        "/_sim/unreachable",
+        &json!({"on": true}),
+    )
+    .await;
+    w.await_dispatched("False", "member1").await;
+    assert_eq!(
+        w.slice_names(&w.member2).await,
+        ["member1-web-abc", "member3-web-xyz"],
+        "the copies stay until the timeout"
+    );
+    // Past the timeout: member1's copy goes, the reachable member3's stays.
+    w.await_slices(&w.member2, "member2", &["member3-web-xyz"])
+        .await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(w.slice_names(&w.member2).await, ["member3-web-xyz"]);
+}
+
+/// The Prometheus text value of the unlabelled metric `name`.
+fn metric(text: &str, name: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_count_passes_and_applied_copies() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let listen = format!("127.0.0.1:{port}");
+    let w = World::start_full("metrics", "200ms", &["--metrics-listen", &listen], false).await;
+    post(
+        &w.http,
+        &w.member1,
+        SLICES,
+        &native_slice("web-abc", "10.1.0.7"),
+    )
+    .await;
+    post(&w.http, &w.hub, MCS, &member1_to_member2()).await;
+    w.await_slices(&w.member2, "member2", &["member1-web-abc"])
+        .await;
+    let url = format!("http://{listen}/metrics");
+    w.eventually("passes > 0 and applied >= 1 in /metrics", || async {
+        let response = w.http.get(&url).send().await.ok()?;
+        let text = response.text().await.ok()?;
+        let passes = metric(&text, "mcs_policy_sync_passes_total")?;
+        let applied = metric(&text, "mcs_policy_sync_applied_total")?;
+        (passes > 0.0 && applied >= 1.0).then_some(())
+    })
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

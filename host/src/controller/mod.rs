@@ -5,10 +5,12 @@
 
 pub mod apply;
 pub mod events;
+pub mod metrics;
 pub mod plan;
 pub mod read;
 pub mod reconcile;
 pub mod service;
+pub mod stale;
 pub mod status;
 pub mod watch;
 
@@ -52,6 +54,15 @@ pub struct SyncArgs {
     #[arg(long, default_value_t = 2000, value_name = "MS")]
     pub budget_ms: u64,
 
+    /// Withdraw an unreachable provider's copies once it has been unreadable this long
+    /// (SPEC §4.8; off by default: its copies stay).
+    #[arg(long, value_parser = crate::config::parse_positive_duration, value_name = "DURATION")]
+    pub stale_endpoint_timeout: Option<Duration>,
+
+    /// Serve Prometheus metrics over plain HTTP at `GET /metrics` on this address.
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_listen: Option<std::net::SocketAddr>,
+
     #[command(flatten)]
     pub engine: EngineArgs,
 }
@@ -63,6 +74,12 @@ pub enum SyncError {
     Engine(#[from] EngineError),
     #[error("building the cluster registry")]
     Clusters(#[from] ClusterError),
+    #[error("listening on {addr} for metrics failed")]
+    Metrics {
+        addr: std::net::SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 /// What every reconcile shares.
@@ -76,6 +93,12 @@ pub struct Context {
     pub field_manager: String,
     /// What the Events last reported, per MCS uid.
     pub events: events::Memory,
+    /// `--stale-endpoint-timeout`, if set.
+    pub stale_timeout: Option<Duration>,
+    /// When each provider was first seen unreadable, per MCS uid.
+    pub unreadable: stale::Memory,
+    /// The controller's counters.
+    pub metrics: Arc<metrics::Metrics>,
 }
 
 /// Runs the controller until `shutdown` resolves.
@@ -100,6 +123,26 @@ pub async fn run(args: SyncArgs, shutdown: impl Future<Output = ()>) -> Result<(
         },
         field_manager: args.field_manager,
         events: events::Memory::default(),
+        stale_timeout: args.stale_endpoint_timeout,
+        unreadable: stale::Memory::default(),
+        metrics: Arc::new(metrics::Metrics::default()),
+    };
+    let (stop_metrics, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = match args.metrics_listen {
+        Some(addr) => {
+            let listener = tokio::net::TcpListener::bind(addr)
+                .await
+                .map_err(|source| SyncError::Metrics { addr, source })?;
+            let shutdown = async move {
+                stopped.await.ok();
+            };
+            Some(tokio::spawn(metrics::serve(
+                listener,
+                ctx.metrics.clone(),
+                shutdown,
+            )))
+        }
+        None => None,
     };
     let notify = Arc::new(Notify::new());
     let watches = watch::spawn(&ctx.registry, &notify);
@@ -122,6 +165,12 @@ pub async fn run(args: SyncArgs, shutdown: impl Future<Output = ()>) -> Result<(
     for task in watches {
         task.abort();
     }
+    stop_metrics.send(()).ok();
+    if let Some(server) = server
+        && let Ok(Err(err)) = server.await
+    {
+        tracing::warn!(error = %err, "metrics server failed");
+    }
     tracing::info!("sync controller stopped");
     Ok(())
 }
@@ -129,17 +178,35 @@ pub async fn run(args: SyncArgs, shutdown: impl Future<Output = ()>) -> Result<(
 /// One pass over every MultiClusterService in the hub.
 pub async fn pass(ctx: &Context) {
     let hub = &ctx.registry.hub;
+    ctx.metrics.pass();
     let all = match read::list_mcs(&hub.client, &hub.name).await {
         Ok(all) => all,
-        Err(err) => return tracing::warn!(error = %chain(&err), "cannot read the hub"),
+        Err(err) => {
+            ctx.metrics.cluster_error(&hub.name);
+            return tracing::warn!(error = %chain(&err), "cannot read the hub");
+        }
     };
     let ready = ctx.registry.ready_members().await;
     if let Ok(mut memory) = ctx.events.lock() {
         memory.retain(|uid, _| all.iter().any(|m| m.metadata.uid.as_ref() == Some(uid)));
     }
+    if let Ok(mut memory) = ctx.unreadable.lock() {
+        memory.retain(|uid, _| all.iter().any(|m| m.metadata.uid.as_ref() == Some(uid)));
+    }
     for mcs in &all {
         let object = read::object_name(mcs);
-        match reconcile::reconcile(ctx, mcs, &ready).await {
+        let result = reconcile::reconcile(ctx, mcs, &ready).await;
+        match &result {
+            Ok(r) => {
+                ctx.metrics.applied(r.applied);
+                ctx.metrics.deleted(r.deleted);
+                for cluster in &r.clusters {
+                    ctx.metrics.cluster_error(cluster);
+                }
+            }
+            Err(_) => ctx.metrics.cluster_error(&hub.name),
+        }
+        match result {
             Ok(r) if r.applied + r.deleted > 0 || !r.errors.is_empty() => tracing::info!(
                 mcs = %object,
                 applied = r.applied,

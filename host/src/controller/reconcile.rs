@@ -2,6 +2,7 @@
 //! → status (client). A failing member cluster is reported and skipped, never fatal.
 
 use std::collections::BTreeMap;
+use std::time::Instant;
 
 use kube::api::DynamicObject;
 
@@ -11,6 +12,7 @@ use super::events::{Seen, due, emit};
 use super::plan::PlanError;
 use super::read::{ReadError, list_slice_objects, list_slices, mcs_json, object_name};
 use super::service::{Outcome, ServiceError, ensure, read_template, service_ports};
+use super::stale::may_prune;
 use super::status::{Condition, StatusError, set_conditions};
 use crate::engine::convert;
 use crate::engine::types::{EndpointSlice, McsRef, ServicePort, SyncPlan};
@@ -37,13 +39,16 @@ pub struct Report {
     pub deleted: usize,
     /// Member-cluster failures, rendered with their causes.
     pub errors: Vec<String>,
+    /// The cluster of each failure in `errors`.
+    pub clusters: Vec<String>,
 }
 
 impl Report {
-    fn fail(&mut self, mcs: &str, err: &(dyn std::error::Error + 'static)) {
+    fn fail(&mut self, mcs: &str, cluster: &str, err: &(dyn std::error::Error + 'static)) {
         let message = chain(err);
-        tracing::warn!(mcs, error = %message, "member cluster step failed");
+        tracing::warn!(mcs, cluster, error = %message, "member cluster step failed");
         self.errors.push(message);
+        self.clusters.push(cluster.to_string());
     }
 }
 
@@ -111,7 +116,8 @@ pub async fn reconcile(
         _ => None,
     };
     let service_error = sync_service(ctx, &object, &plan, ready, template).await;
-    let report = dispatch(ctx, &object, &plan, ready, ports.as_deref()).await;
+    let key = mcs.metadata.uid.clone().unwrap_or_else(|| object.clone());
+    let report = dispatch(ctx, &object, &key, &plan, ready, ports.as_deref()).await;
     let error = (!report.errors.is_empty()).then(|| report.errors.join("; "));
     set_conditions(
         hub,
@@ -215,19 +221,34 @@ async fn sync_service(
 async fn dispatch(
     ctx: &Context,
     object: &str,
+    key: &str,
     plan: &SyncPlan,
     ready: &[String],
     service_ports: Option<&[ServicePort]>,
 ) -> Report {
     let mut report = Report::default();
-    let (read, complete) = collect(ctx, object, plan, ready, &mut report).await;
+    let (read, unreadable) = collect(ctx, object, plan, ready, &mut report).await;
+    // Pruning needs every provider's slices: a provider we could not read keeps its copies,
+    // unless it has been unreadable past `--stale-endpoint-timeout` (it then counts as read
+    // with zero slices: nothing of it is desired).
+    let complete = match ctx.unreadable.lock() {
+        Ok(mut memory) => {
+            let since = memory.entry(key.to_string()).or_default();
+            let complete = may_prune(since, &unreadable, ctx.stale_timeout, Instant::now());
+            if since.is_empty() {
+                memory.remove(key);
+            }
+            complete
+        }
+        Err(_) => unreadable.is_empty(),
+    };
     for consumer in plan.consumers.iter().filter(|c| !ready.contains(c)) {
         // Skipped this pass; caught up when it answers again (SPEC §4.8).
         if ctx.registry.member(consumer).is_some() && !plan.providers.contains(consumer) {
             let err = ReadError::NotReady {
                 cluster: consumer.clone(),
             };
-            report.fail(object, &err);
+            report.fail(object, consumer, &err);
         }
     }
     for member in ready {
@@ -239,7 +260,7 @@ async fn dispatch(
             match list_slice_objects(&cluster.client, member, &mcs.namespace, &mcs.name).await {
                 Ok(existing) => existing,
                 Err(err) => {
-                    report.fail(object, &err);
+                    report.fail(object, member, &err);
                     continue;
                 }
             };
@@ -263,7 +284,7 @@ async fn dispatch(
                 {
                     Ok(copies) => copies,
                     Err(err) => {
-                        report.fail(object, &err);
+                        report.fail(object, member, &err);
                         continue;
                     }
                 };
@@ -272,13 +293,12 @@ async fn dispatch(
                     match apply_copy(&cluster.client, member, &ctx.field_manager, copy).await {
                         Ok(version) if versions.get(&name) != Some(&version) => report.applied += 1,
                         Ok(_) => {}
-                        Err(err) => report.fail(object, &err),
+                        Err(err) => report.fail(object, member, &err),
                     }
                     desired.push(name);
                 }
             }
         }
-        // Pruning needs every provider's slices: a provider we could not read keeps its copies.
         if complete {
             let existing = existing.iter().map(convert::slice_to_wit).collect();
             prune(ctx, object, mcs, member, existing, desired, &mut report).await;
@@ -287,16 +307,16 @@ async fn dispatch(
     report
 }
 
-/// The slices of every ready provider; `false` when some provider could not be read.
+/// The slices of every ready provider, and the providers that could not be read.
 async fn collect(
     ctx: &Context,
     object: &str,
     plan: &SyncPlan,
     ready: &[String],
     report: &mut Report,
-) -> (Vec<(String, Vec<EndpointSlice>)>, bool) {
+) -> (Vec<(String, Vec<EndpointSlice>)>, Vec<String>) {
     let mut read = Vec::new();
-    let mut complete = true;
+    let mut unreadable = Vec::new();
     for provider in &plan.providers {
         let Some(cluster) = ctx.registry.member(provider) else {
             continue;
@@ -305,20 +325,20 @@ async fn collect(
             let err = ReadError::NotReady {
                 cluster: provider.clone(),
             };
-            report.fail(object, &err);
-            complete = false;
+            report.fail(object, provider, &err);
+            unreadable.push(provider.clone());
             continue;
         }
         let ns = &plan.mcs.namespace;
         match list_slices(&cluster.client, provider, ns, &plan.mcs.name).await {
             Ok(slices) => read.push((provider.clone(), slices)),
             Err(err) => {
-                report.fail(object, &err);
-                complete = false;
+                report.fail(object, provider, &err);
+                unreadable.push(provider.clone());
             }
         }
     }
-    (read, complete)
+    (read, unreadable)
 }
 
 /// Deletes from `member` the copies of `mcs` among `existing` that the component says are
@@ -337,12 +357,12 @@ async fn prune(
     };
     let stale = match ctx.planner.prune(mcs, existing, desired).await {
         Ok(stale) => stale,
-        Err(err) => return report.fail(object, &err),
+        Err(err) => return report.fail(object, member, &err),
     };
     for name in stale {
         match delete_slice(&cluster.client, member, &mcs.namespace, &name).await {
             Ok(()) => report.deleted += 1,
-            Err(err) => report.fail(object, &err),
+            Err(err) => report.fail(object, member, &err),
         }
     }
 }
@@ -359,7 +379,7 @@ async fn withdraw(ctx: &Context, mcs: &McsRef, ready: &[String]) -> Report {
             Ok(existing) => {
                 prune(ctx, &object, mcs, member, existing, Vec::new(), &mut report).await
             }
-            Err(err) => report.fail(&object, &err),
+            Err(err) => report.fail(&object, member, &err),
         }
     }
     report
