@@ -117,6 +117,30 @@ impl World {
         }
     }
 
+    /// A native slice in each member and an MCS over all members; waits until each member
+    /// holds its own slice and the other's copy.
+    async fn sync_a_slice_from_each_member(&self) {
+        post(
+            &self.http,
+            &self.member1,
+            SLICES,
+            &native_slice("web-a", "10.1.0.1"),
+        )
+        .await;
+        post(
+            &self.http,
+            &self.member2,
+            SLICES,
+            &native_slice("web-b", "10.2.0.1"),
+        )
+        .await;
+        post(&self.http, &self.hub, MCS, &mcs(json!({}))).await;
+        self.await_slices(&self.member1, "member1", &["member2-web-b", "web-a"])
+            .await;
+        self.await_slices(&self.member2, "member2", &["member1-web-a", "web-b"])
+            .await;
+    }
+
     async fn slice_names(&self, url: &str) -> Vec<String> {
         let list = get(&self.http, url, SLICES).await.expect("slice list");
         let mut names: Vec<String> = list["items"]
@@ -303,26 +327,7 @@ async fn copies_a_provider_slice_into_the_consumer_and_reports_success() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn empty_cluster_lists_sync_every_member_to_every_other() {
     let w = World::start("all-members").await;
-    post(
-        &w.http,
-        &w.member1,
-        SLICES,
-        &native_slice("web-a", "10.1.0.1"),
-    )
-    .await;
-    post(
-        &w.http,
-        &w.member2,
-        SLICES,
-        &native_slice("web-b", "10.2.0.1"),
-    )
-    .await;
-    post(&w.http, &w.hub, MCS, &mcs(json!({}))).await;
-
-    w.await_slices(&w.member1, "member1", &["member2-web-b", "web-a"])
-        .await;
-    w.await_slices(&w.member2, "member2", &["member1-web-a", "web-b"])
-        .await;
+    w.sync_a_slice_from_each_member().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -358,25 +363,7 @@ async fn prunes_the_copy_of_a_deleted_slice_and_never_touches_foreign_slices() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deleting_the_mcs_removes_every_copy_then_releases_it() {
     let w = World::start("delete").await;
-    post(
-        &w.http,
-        &w.member1,
-        SLICES,
-        &native_slice("web-a", "10.1.0.1"),
-    )
-    .await;
-    post(
-        &w.http,
-        &w.member2,
-        SLICES,
-        &native_slice("web-b", "10.2.0.1"),
-    )
-    .await;
-    post(&w.http, &w.hub, MCS, &mcs(json!({}))).await;
-    w.await_slices(&w.member1, "member1", &["member2-web-b", "web-a"])
-        .await;
-    w.await_slices(&w.member2, "member2", &["member1-web-a", "web-b"])
-        .await;
+    w.sync_a_slice_from_each_member().await;
     w.eventually("the finalizer", || async {
         let o = get(&w.http, &w.hub, &format!("{MCS}/web")).await?;
         o["metadata"]["finalizers"]
