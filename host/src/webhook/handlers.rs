@@ -2,6 +2,7 @@
 //! an evaluation slot (answer "overloaded" at once if none frees up), run the component on a
 //! blocking thread within the request's budget, and build the response (pure, in `review`).
 
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
@@ -56,6 +57,7 @@ async fn admit(state: AppState, hook: Hook, uri: Uri, body: Bytes) -> Response {
                 .into_response();
         }
     };
+    let review = Arc::new(review);
     let out = evaluate(&state, hook, &review, started, budget).await;
     let outcome = out.outcome();
     state.metrics.request(&path, outcome);
@@ -80,7 +82,7 @@ async fn admit(state: AppState, hook: Hook, uri: Uri, body: Bytes) -> Response {
 async fn evaluate(
     state: &AppState,
     hook: Hook,
-    review: &Review,
+    review: &Arc<Review>,
     started: Instant,
     budget: Duration,
 ) -> ReviewOut {
@@ -96,7 +98,8 @@ async fn evaluate(
     let engine = state.engine.clone();
     let policy = state.policy.clone();
     let context = state.context.for_object(&review.namespace, &review.name);
-    let job_review = review.clone();
+    // Shared, not copied: the object may be megabytes.
+    let job_review = Arc::clone(review);
     let job = tokio::task::spawn_blocking(move || {
         let _permit = permit;
         let t = Instant::now();
