@@ -23,6 +23,7 @@ mod meta;
 pub mod names;
 pub mod plan;
 mod schema;
+pub mod service;
 mod strict;
 mod time;
 pub mod validate;
@@ -31,7 +32,7 @@ use exports::karmada::mcs_policy::policy::Guest;
 pub use exports::karmada::mcs_policy::policy::{
     AdmissionRequest, Context, Denial, Endpoint, EndpointConditions, EndpointHints, EndpointPort,
     EndpointSlice, ErrorType, ExposurePort, FieldError, McsRef, ObjectReference, Operation,
-    PatchOp, PatchOperation, Rejection, ServicePort, Settings, SyncPlan,
+    PatchOp, PatchOperation, Rejection, ServiceAction, ServicePort, Settings, SyncPlan,
 };
 
 /// The exported component.
@@ -76,6 +77,10 @@ impl Guest for Policy {
     fn prune(mcs: McsRef, existing: Vec<EndpointSlice>, desired: Vec<String>) -> Vec<String> {
         plan::prune(&mcs, &existing, &desired)
     }
+
+    fn service(template: String, existing: Option<String>) -> Result<ServiceAction, String> {
+        service_action(&template, existing.as_deref())
+    }
 }
 
 #[cfg(target_arch = "wasm32")]
@@ -92,6 +97,15 @@ pub fn plan_sync(mcs: &str, registered: &[String]) -> Result<SyncPlan, String> {
         consumers: p.consumers,
         unknown_providers: p.unknown_providers,
         unknown_consumers: p.unknown_consumers,
+    })
+}
+
+/// `service` on WIT records.
+pub fn service_action(template: &str, existing: Option<&str>) -> Result<ServiceAction, String> {
+    service::service(template, existing).map(|action| match action {
+        service::Action::Unchanged => ServiceAction::Unchanged,
+        service::Action::Create(object) => ServiceAction::Create(object),
+        service::Action::Replace(object) => ServiceAction::Replace(object),
     })
 }
 

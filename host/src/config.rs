@@ -50,6 +50,9 @@ pub enum EvalCommand {
     /// Endpoint filter: REQUEST is a filter input (mcs, servicePorts, sourceCluster,
     /// consumerCluster, slices); prints the EndpointSlice copies as a JSON list.
     Filter(EvalArgs),
+    /// Service propagation: REQUEST is a service input (template, existing); prints what a
+    /// member cluster must do with its copy of the Service (unchanged, create or replace).
+    Service(EvalArgs),
 }
 
 #[derive(Debug, clap::Args)]

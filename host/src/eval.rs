@@ -1,6 +1,6 @@
 //! `mcs-policy eval`: one decision offline, through the component (never a native copy).
-//! Reads an AdmissionReview (or, for `filter`, a filter input) as JSON or YAML from a file or
-//! stdin and prints the answer as JSON on stdout.
+//! Reads an AdmissionReview (or, for `filter` and `service`, their input) as JSON or YAML from a
+//! file or stdin and prints the answer as JSON on stdout.
 
 use std::io::Read;
 use std::path::Path;
@@ -9,7 +9,7 @@ use std::time::Duration;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use serde::Deserialize;
 
-use crate::engine::types::{ExposurePort, McsRef, ServicePort};
+use crate::engine::types::{ExposurePort, McsRef, ServiceAction, ServicePort};
 use crate::engine::{EngineError, PolicyEngine, convert};
 use crate::settings::{ContextFile, Policy};
 use crate::webhook::review::{
@@ -34,6 +34,8 @@ pub enum EvalError {
     },
     #[error("{input} is not a filter input: {reason}")]
     FilterInput { input: String, reason: String },
+    #[error("{input} is not a service input: {reason}")]
+    ServiceInput { input: String, reason: String },
     #[error(transparent)]
     Engine(#[from] EngineError),
 }
@@ -178,4 +180,59 @@ pub fn filter_json(
         })
         .collect();
     Ok(serde_json::Value::Array(objects))
+}
+
+/// The input of `eval service` (the `input` of a `tests/fixtures/service` case): Services as
+/// JSON objects, or as strings holding the exact text to pass.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ServiceInput {
+    template: serde_json::Value,
+    #[serde(default)]
+    existing: Option<serde_json::Value>,
+}
+
+/// `eval service`: the component's `service-action` as JSON, `{"action": "unchanged"}`,
+/// `{"action": "create"|"replace", "object": {...}}`, or `{"action": "error", "message": ...}`.
+pub fn service(
+    engine: &PolicyEngine,
+    input: &str,
+    budget: Duration,
+) -> Result<serde_json::Value, EvalError> {
+    service_json(engine, &read_json(input)?, input, budget)
+}
+
+/// `eval service` on JSON text already read; `input` names it in errors.
+pub fn service_json(
+    engine: &PolicyEngine,
+    json: &str,
+    input: &str,
+    budget: Duration,
+) -> Result<serde_json::Value, EvalError> {
+    let parsed: ServiceInput = serde_json::from_str(json).map_err(|e| EvalError::ServiceInput {
+        input: input.to_string(),
+        reason: e.to_string(),
+    })?;
+    let text = |v: serde_json::Value| match v {
+        serde_json::Value::String(s) => s,
+        other => other.to_string(),
+    };
+    let template = text(parsed.template);
+    let existing = parsed.existing.filter(|v| !v.is_null()).map(text);
+    let answer = engine.service(&template, existing.as_deref(), budget)?;
+    Ok(service_answer(answer))
+}
+
+/// A `service` answer as `eval service` prints it; the objects are the component's JSON.
+pub fn service_answer(answer: Result<ServiceAction, String>) -> serde_json::Value {
+    let object = |action: &str, json: String| {
+        let object = serde_json::from_str(&json).unwrap_or(serde_json::Value::String(json));
+        serde_json::json!({"action": action, "object": object})
+    };
+    match answer {
+        Ok(ServiceAction::Unchanged) => serde_json::json!({"action": "unchanged"}),
+        Ok(ServiceAction::Create(json)) => object("create", json),
+        Ok(ServiceAction::Replace(json)) => object("replace", json),
+        Err(message) => serde_json::json!({"action": "error", "message": message}),
+    }
 }

@@ -69,12 +69,16 @@ fn run_eval(what: EvalCommand) -> anyhow::Result<()> {
         EvalCommand::Validate(a) => (a, "validate"),
         EvalCommand::Mutate(a) => (a, "mutate"),
         EvalCommand::Filter(a) => (a, "filter"),
+        EvalCommand::Service(a) => (a, "service"),
     };
     let engine = load_engine(args)?;
     let budget = Duration::from_millis(args.budget_ms);
     let mut stdout = std::io::stdout().lock();
     if kind == "filter" {
         serde_json::to_writer_pretty(&mut stdout, &eval::filter(&engine, &args.request, budget)?)?;
+    } else if kind == "service" {
+        let answer = eval::service(&engine, &args.request, budget)?;
+        serde_json::to_writer_pretty(&mut stdout, &answer)?;
     } else {
         let policy = load_policy(&args.policy.policy)?;
         let context = match &args.policy.context {

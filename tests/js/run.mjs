@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // The policy component in a JavaScript host: transpile it with jco, run every shared fixture
-// (tests/fixtures/{validate,mutate,filter}) through it, and check that the answers are the ones
+// (tests/fixtures/{validate,mutate,filter,service}) through it, and check that the answers are the ones
 // `mcs-policy eval` (the Rust host, wasmtime) gives on the same input, and the ones the fixture
 // expects. See README.md.
 //
@@ -29,16 +29,17 @@ import {
   mutationResponse,
   parseReview,
   runFilter,
+  runService,
   validationResponse,
 } from './lib/host.mjs';
-import { applyPatch, checkResponse, isLowerUuid, jsonDiff } from './lib/compare.mjs';
+import { applyPatch, checkResponse, checkService, isLowerUuid, jsonDiff } from './lib/compare.mjs';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = resolve(HERE, '../..');
 const FIXTURES = join(ROOT, 'tests/fixtures');
 const POLICIES = join(ROOT, 'policies');
 const POLICY_INTERFACE = 'karmada:mcs-policy/policy@0.1.0';
-const KINDS = ['validate', 'mutate', 'filter'];
+const KINDS = ['validate', 'mutate', 'filter', 'service'];
 const ID_LABEL = 'multiclusterservice.karmada.io/permanent-id';
 
 const BIN = process.env.MCS_POLICY_BIN
@@ -78,7 +79,7 @@ async function loadComponent() {
   // The world exports the interface `karmada:mcs-policy/policy@0.1.0`; jco exposes it under its
   // plain name (`policy`) and its full name.
   const api = module.policy ?? module[POLICY_INTERFACE];
-  for (const f of ['validate', 'mutate', 'filter']) {
+  for (const f of ['validate', 'mutate', 'filter', 'service']) {
     if (typeof api?.[f] !== 'function') {
       throw new Error(`the transpiled component exports no ${POLICY_INTERFACE}#${f} (exports: ${Object.keys(module).join(', ')})`);
     }
@@ -204,6 +205,16 @@ async function filterFixture(policy, id, text) {
   ];
 }
 
+async function serviceFixture(policy, id, text) {
+  const fixture = JSON.parse(text);
+  const js = runService(policy, fixture.input);
+  const rust = await evalJson(['eval', 'service', writeTmp(`${id}.input.json`, rawValue(text, ['input']))]);
+  return [
+    ...prefixed('jco vs eval', jsonDiff(js, rust)),
+    ...prefixed('jco vs expect', checkService(js, fixture.expect)),
+  ];
+}
+
 // ---------------------------------------------------------------------------------------------
 
 /** The shared fixtures, then this host's extra cases (extra/<kind>/, same format). */
@@ -243,9 +254,9 @@ async function main() {
       let problems;
       try {
         const text = readFileSync(path, 'utf8');
-        problems = kind === 'filter'
-          ? await filterFixture(policy, id, text)
-          : await admissionFixture(policy, kind, id, text);
+        if (kind === 'filter') problems = await filterFixture(policy, id, text);
+        else if (kind === 'service') problems = await serviceFixture(policy, id, text);
+        else problems = await admissionFixture(policy, kind, id, text);
       } catch (e) {
         problems = [`error: ${e?.message ?? e}`];
       }

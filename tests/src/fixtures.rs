@@ -32,7 +32,51 @@ pub struct FilterCase {
     pub expect: Vec<Value>,
 }
 
-/// All fixtures of one kind (`validate`, `mutate`, `filter`), sorted by name.
+#[derive(Debug, Deserialize)]
+pub struct ServiceCase {
+    pub description: String,
+    pub input: Value,
+    pub expect: Value,
+}
+
+impl ServiceCase {
+    /// `input.template` as the text to pass: a string is the text itself, anything else its JSON.
+    pub fn template(&self) -> String {
+        text(&self.input["template"]).unwrap_or_else(|| "null".to_string())
+    }
+
+    /// `input.existing` as the text to pass; absent or `null` = none.
+    pub fn existing(&self) -> Option<String> {
+        self.input.get("existing").and_then(text)
+    }
+}
+
+fn text(value: &Value) -> Option<String> {
+    match value {
+        Value::Null => None,
+        Value::String(s) => Some(s.clone()),
+        other => Some(other.to_string()),
+    }
+}
+
+/// Checks a `service` answer (as `mcs-policy eval service` prints it) against a service
+/// fixture's `expect`; returns the problems found (empty = pass).
+pub fn check_service(got: &Value, expect: &Value) -> Vec<String> {
+    if expect["action"] != "error" {
+        return if got == expect {
+            Vec::new()
+        } else {
+            vec![format!("got {got}, want {expect}")]
+        };
+    }
+    let part = expect["messageContains"].as_str().unwrap_or_default();
+    match (got["action"].as_str(), got["message"].as_str()) {
+        (Some("error"), Some(message)) if message.contains(part) => Vec::new(),
+        _ => vec![format!("got {got}, want an error containing {part:?}")],
+    }
+}
+
+/// All fixtures of one kind (`validate`, `mutate`, `filter`, `service`), sorted by name.
 pub fn load<T: for<'de> Deserialize<'de>>(kind: &str) -> Vec<Fixture<T>> {
     let dir = crate::workspace_root().join("tests/fixtures").join(kind);
     let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)

@@ -159,3 +159,53 @@ pub fn slice(s: &EndpointSlice) -> String {
 pub fn slices(items: &[EndpointSlice]) -> String {
     list(items, slice)
 }
+
+/// The value of a WAVE string literal at the start of `s` (`"..."` with WAVE escapes), and the
+/// rest of `s` after it.
+pub fn parse_string(s: &str) -> Option<(String, &str)> {
+    let mut chars = s.strip_prefix('"')?.char_indices();
+    let mut out = String::new();
+    let body = &s[1..];
+    while let Some((i, c)) = chars.next() {
+        match c {
+            '"' => return Some((out, &body[i + 1..])),
+            '\\' => match chars.next()?.1 {
+                'n' => out.push('\n'),
+                'r' => out.push('\r'),
+                't' => out.push('\t'),
+                'u' => {
+                    let rest = &body[i + 2..];
+                    let hex = rest.strip_prefix('{')?.split('}').next()?;
+                    out.push(char::from_u32(u32::from_str_radix(hex, 16).ok()?)?);
+                    for _ in 0..hex.len() + 2 {
+                        chars.next();
+                    }
+                }
+                other => out.push(other),
+            },
+            c => out.push(c),
+        }
+    }
+    None
+}
+
+/// A `service` answer printed by `wasmtime run --invoke` (`ok(unchanged)`, `ok(create("…"))`,
+/// `ok(replace("…"))`, `err("…")`) in the JSON shape `mcs-policy eval service` prints.
+pub fn service_answer(out: &str) -> Option<serde_json::Value> {
+    use serde_json::json;
+    if out == "ok(unchanged)" {
+        return Some(json!({"action": "unchanged"}));
+    }
+    if let Some(rest) = out.strip_prefix("err(") {
+        let (message, tail) = parse_string(rest)?;
+        return (tail == ")").then(|| json!({"action": "error", "message": message}));
+    }
+    for action in ["create", "replace"] {
+        if let Some(rest) = out.strip_prefix(&format!("ok({action}(")) {
+            let (text, tail) = parse_string(rest)?;
+            let object: serde_json::Value = serde_json::from_str(&text).ok()?;
+            return (tail == "))").then(|| json!({"action": action, "object": object}));
+        }
+    }
+    None
+}

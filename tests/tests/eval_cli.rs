@@ -178,6 +178,21 @@ fn eval_filter_prints_the_copies() {
 }
 
 #[test]
+fn eval_service_prints_the_action() {
+    let case = load::<tests::fixtures::ServiceCase>("service")
+        .into_iter()
+        .find(|f| f.case.expect["action"] == "replace")
+        .expect("a service fixture with a replacement")
+        .case;
+    let file = temp("service.json", &serde_json::to_vec(&case.input).unwrap());
+    let out = stdout_json(&mcs_policy(
+        &["eval", "service", file.to_str().unwrap()],
+        None,
+    ));
+    assert_eq!(out, case.expect);
+}
+
+#[test]
 fn component_command_writes_the_embedded_component() {
     let path =
         std::env::temp_dir().join(format!("mcs-policy-component-{}.wasm", std::process::id()));

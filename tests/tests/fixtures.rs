@@ -1,15 +1,19 @@
 //! Every fixture in tests/fixtures through the embedded component, by the same code path as
-//! `mcs-policy eval` and the webhook (review parsing → engine → response builder).
+//! `mcs-policy eval` and the webhook (review parsing → engine → response builder); the service
+//! fixtures also through the guest compiled natively.
 
 use std::time::Duration;
 
 use base64::Engine as _;
+use mcs_policy::engine::types::ServiceAction;
 use mcs_policy::engine::{EngineOptions, PolicyEngine};
-use mcs_policy::eval::filter_json;
+use mcs_policy::eval::{filter_json, service_answer, service_json};
 use mcs_policy::settings::{ContextFile, load_policy};
 use mcs_policy::webhook::review::{mutation_response, parse_review, validation_response};
 use serde_json::Value;
-use tests::fixtures::{AdmissionCase, FilterCase, check_response, is_lower_uuid, load};
+use tests::fixtures::{
+    AdmissionCase, FilterCase, ServiceCase, check_response, check_service, is_lower_uuid, load,
+};
 
 const BUDGET: Duration = Duration::from_secs(5);
 const ID_LABEL: &str = "multiclusterservice.karmada.io/permanent-id";
@@ -163,6 +167,46 @@ fn every_filter_fixture_gets_the_expected_copies() {
     assert!(
         failures.is_empty(),
         "{} of {} filter fixtures failed:\n{}",
+        failures.len(),
+        cases.len(),
+        failures.join("\n")
+    );
+}
+
+/// The guest's `service`, compiled natively, with its answer as the host's WIT type.
+fn native_service(template: &str, existing: Option<&str>) -> Result<ServiceAction, String> {
+    guest::service_action(template, existing).map(|action| match action {
+        guest::ServiceAction::Unchanged => ServiceAction::Unchanged,
+        guest::ServiceAction::Create(json) => ServiceAction::Create(json),
+        guest::ServiceAction::Replace(json) => ServiceAction::Replace(json),
+    })
+}
+
+#[test]
+fn every_service_fixture_gets_the_expected_action_in_the_component_and_natively() {
+    let engine = engine();
+    let mut failures = Vec::new();
+    let cases = load::<ServiceCase>("service");
+    for f in &cases {
+        let input = serde_json::to_string(&f.case.input).expect("input serializes");
+        let component = service_json(&engine, &input, &f.name, BUDGET).expect("service runs");
+        let (template, existing) = (f.case.template(), f.case.existing());
+        let native = service_answer(native_service(&template, existing.as_deref()));
+        for (host, got) in [("component", &component), ("native", &native)] {
+            for p in check_service(got, &f.case.expect) {
+                failures.push(format!("{} ({host}): {p}", f.name));
+            }
+        }
+        if component != native {
+            failures.push(format!(
+                "{}: component and native guest differ:\n  {component}\n  {native}",
+                f.name
+            ));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} service fixtures failed:\n{}",
         failures.len(),
         cases.len(),
         failures.join("\n")

@@ -1,5 +1,5 @@
-//! The component under the wasmtime CLI (`wasmtime run --invoke`), for all three capabilities,
-//! on the shared fixtures; and proof that it imports nothing. The wasmtime CLI is installed by
+//! The component under the wasmtime CLI (`wasmtime run --invoke`), for validate, mutate, filter
+//! and service, on the shared fixtures; and proof that it imports nothing. The wasmtime CLI is installed by
 //! scripts/test.sh; a missing CLI fails these tests with a clear message.
 
 use std::path::{Path, PathBuf};
@@ -12,7 +12,7 @@ use mcs_policy::engine::types::{ExposurePort, McsRef, ServicePort};
 use mcs_policy::settings::{ContextFile, load_policy};
 use mcs_policy::webhook::review::parse_review;
 use serde_json::Value;
-use tests::fixtures::{AdmissionCase, FilterCase, load};
+use tests::fixtures::{AdmissionCase, FilterCase, ServiceCase, check_service, load};
 use tests::wave;
 
 /// The embedded component written to a file once per test run.
@@ -282,6 +282,29 @@ fn wasmtime_cli_filters_every_fixture_like_the_host() {
         // One `address-type:` per copy; each expected copy by name.
         let ok = out.matches("address-type: ").count() == names.len()
             && names.iter().all(|n| out.contains(n.as_str()));
+        (!ok).then(|| differs(&f.name, &out))
+    });
+    assert_all_agree(&failures);
+}
+
+#[test]
+fn wasmtime_cli_decides_every_service_fixture_like_the_host() {
+    let cases = load::<ServiceCase>("service");
+    let failures = parallel(&cases, |f| {
+        let existing = f.case.existing();
+        let out = invoke_unless_too_large(
+            &f.name,
+            &format!(
+                "service({}, {})",
+                wave::string(&f.case.template()),
+                existing.as_deref().map_or_else(
+                    || "none".to_string(),
+                    |e| format!("some({})", wave::string(e))
+                )
+            ),
+        )?;
+        let ok = wave::service_answer(&out)
+            .is_some_and(|got| check_service(&got, &f.case.expect).is_empty());
         (!ok).then(|| differs(&f.name, &out))
     });
     assert_all_agree(&failures);

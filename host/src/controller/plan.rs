@@ -1,8 +1,12 @@
 //! The *plan* step: every decision of a pass, asked of the policy component (`plan`, `filter`,
-//! `prune`). No client here; calls run on the blocking pool because the engine blocks.
+//! `prune`, `service`). No client here; calls run on the blocking pool because the engine
+//! blocks.
 
 use std::time::Duration;
 
+use k8s_openapi::api::core::v1::Service;
+
+use crate::engine::convert::{self, ServiceChange};
 use crate::engine::types::{EndpointSlice, McsRef, ServicePort, SyncPlan};
 use crate::engine::{EngineError, PolicyEngine};
 
@@ -17,6 +21,8 @@ pub enum PlanError {
     },
     #[error("multiclusterservice {object} does not decode: {message}")]
     Decode { object: String, message: String },
+    #[error("the policy gives no service {object}: {message}")]
+    Service { object: String, message: String },
     #[error("the policy call for {object} did not finish: {message}")]
     Join { object: String, message: String },
 }
@@ -92,6 +98,38 @@ impl Planner {
             engine.prune(&mcs, &existing, &desired, budget)
         })
         .await
+    }
+
+    /// WIT `service`: what a member holding `existing` (`None`: no such Service) must do to
+    /// hold the hub's Service `template`.
+    pub async fn service(
+        &self,
+        template: &Service,
+        existing: Option<&Service>,
+    ) -> Result<ServiceChange, PlanError> {
+        let meta = &template.metadata;
+        let object = format!(
+            "{}/{}",
+            meta.namespace.as_deref().unwrap_or_default(),
+            meta.name.as_deref().unwrap_or_default()
+        );
+        let refused = |message: String| PlanError::Service {
+            object: object.clone(),
+            message,
+        };
+        let encode = |s: &Service| {
+            convert::service_to_json(s).map_err(|e| refused(format!("does not encode: {e}")))
+        };
+        let (template, existing) = (encode(template)?, existing.map(encode).transpose()?);
+        let (engine, budget) = (self.engine.clone(), self.budget);
+        let action = self
+            .blocking(&object, move || {
+                engine.service(&template, existing.as_deref(), budget)
+            })
+            .await?
+            .map_err(refused)?;
+        convert::service_change(action)
+            .map_err(|e| refused(format!("the component's object is not a Service: {e}")))
     }
 
     async fn blocking<T: Send + 'static>(

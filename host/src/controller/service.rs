@@ -1,13 +1,14 @@
 //! The *service* step (SPEC §4.7): the hub's Service `<ns>/<mcs name>` is the template; it is
-//! created in every ready cluster of P ∪ C that lacks it, and updated where its ports, type or
-//! selector differ, keeping the member's own immutable fields. Services are never deleted.
+//! created in every ready cluster of P ∪ C that lacks it, and replaced where the component says
+//! it differs. Services are never deleted. How the member's copy looks is the component's
+//! decision (WIT `service`); this module only reads and writes.
 
-use k8s_openapi::api::core::v1::{Service, ServicePort, ServiceSpec};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use k8s_openapi::api::core::v1::Service;
 use kube::api::PostParams;
 use kube::{Api, Client};
 
+use super::plan::{PlanError, Planner};
+use crate::engine::convert::ServiceChange;
 use crate::engine::types;
 
 /// What went wrong propagating the Service.
@@ -29,6 +30,14 @@ pub enum ServiceError {
         name: String,
         #[source]
         source: Box<kube::Error>,
+    },
+    #[error("deciding service {namespace}/{name} for cluster {cluster}")]
+    Decide {
+        cluster: String,
+        namespace: String,
+        name: String,
+        #[source]
+        source: Box<PlanError>,
     },
     #[error("creating service {namespace}/{name} in cluster {cluster}")]
     Create {
@@ -85,10 +94,10 @@ pub enum Outcome {
     Unchanged,
 }
 
-/// Makes `cluster` hold the template: creates it when missing, replaces it (keeping the
-/// member's clusterIP(s), nodePorts and healthCheckNodePort) when ports, type or selector
-/// differ.
+/// Makes `cluster` hold the template: asks the component (`planner`) what the member's copy
+/// must be, then creates it, replaces it, or leaves it alone.
 pub async fn ensure(
+    planner: &Planner,
     client: &Client,
     cluster: &str,
     template: &Service,
@@ -105,9 +114,19 @@ pub async fn ensure(
             name: name.clone(),
             source: Box::new(source),
         })?;
-    let Some(existing) = existing else {
-        return api
-            .create(&PostParams::default(), &member_copy(template))
+    let change = planner
+        .service(template, existing.as_ref())
+        .await
+        .map_err(|source| ServiceError::Decide {
+            cluster: cluster.to_string(),
+            namespace: namespace.clone(),
+            name: name.clone(),
+            source: Box::new(source),
+        })?;
+    match change {
+        ServiceChange::Unchanged => Ok(Outcome::Unchanged),
+        ServiceChange::Create(copy) => api
+            .create(&PostParams::default(), &copy)
             .await
             .map(|_| Outcome::Created)
             .map_err(|source| ServiceError::Create {
@@ -115,109 +134,44 @@ pub async fn ensure(
                 namespace,
                 name,
                 source: Box::new(source),
-            });
-    };
-    if !differs(template, &existing) {
-        return Ok(Outcome::Unchanged);
+            }),
+        ServiceChange::Replace(copy) => api
+            .replace(&name, &PostParams::default(), &copy)
+            .await
+            .map(|_| Outcome::Updated)
+            .map_err(|source| ServiceError::Update {
+                cluster: cluster.to_string(),
+                namespace,
+                name,
+                source: Box::new(source),
+            }),
     }
-    api.replace(&name, &PostParams::default(), &updated(template, &existing))
-        .await
-        .map(|_| Outcome::Updated)
-        .map_err(|source| ServiceError::Update {
-            cluster: cluster.to_string(),
-            namespace,
-            name,
-            source: Box::new(source),
-        })
-}
-
-/// The object created in a member: the template's name, namespace, labels and annotations, and
-/// its spec without the fields the member assigns.
-pub fn member_copy(template: &Service) -> Service {
-    let mut spec = template.spec.clone().unwrap_or_default();
-    spec.cluster_ip = None;
-    spec.cluster_ips = None;
-    spec.health_check_node_port = None;
-    for port in spec.ports.iter_mut().flatten() {
-        port.node_port = None;
-    }
-    let meta = &template.metadata;
-    Service {
-        metadata: ObjectMeta {
-            name: meta.name.clone(),
-            namespace: meta.namespace.clone(),
-            labels: meta.labels.clone(),
-            annotations: meta.annotations.clone(),
-            ..ObjectMeta::default()
-        },
-        spec: Some(spec),
-        status: None,
-    }
-}
-
-/// `existing` (metadata and resourceVersion kept) with the template's spec, keeping the
-/// member's clusterIP(s), healthCheckNodePort and the nodePort of each port it already had.
-pub fn updated(template: &Service, existing: &Service) -> Service {
-    let old = existing.spec.clone().unwrap_or_default();
-    let mut spec = member_copy(template).spec.unwrap_or_default();
-    spec.cluster_ip = old.cluster_ip.clone();
-    spec.cluster_ips = old.cluster_ips.clone();
-    spec.health_check_node_port = old.health_check_node_port;
-    for port in spec.ports.iter_mut().flatten() {
-        port.node_port = old
-            .ports
-            .iter()
-            .flatten()
-            .find(|o| o.name == port.name && o.port == port.port)
-            .and_then(|o| o.node_port);
-    }
-    Service {
-        metadata: existing.metadata.clone(),
-        spec: Some(spec),
-        status: existing.status.clone(),
-    }
-}
-
-/// Whether the template's ports, type or selector differ from the member's (API-server
-/// defaults and member-assigned nodePorts ignored).
-pub fn differs(template: &Service, existing: &Service) -> bool {
-    let (t, e) = (
-        template.spec.clone().unwrap_or_default(),
-        existing.spec.clone().unwrap_or_default(),
-    );
-    ports(&t) != ports(&e)
-        || kind(&t) != kind(&e)
-        || t.selector.unwrap_or_default() != e.selector.unwrap_or_default()
-}
-
-fn kind(spec: &ServiceSpec) -> &str {
-    spec.type_.as_deref().unwrap_or("ClusterIP")
-}
-
-fn ports(spec: &ServiceSpec) -> Vec<ServicePort> {
-    spec.ports
-        .iter()
-        .flatten()
-        .map(|p| ServicePort {
-            node_port: None,
-            protocol: Some(p.protocol.clone().unwrap_or_else(|| "TCP".into())),
-            target_port: Some(p.target_port.clone().unwrap_or(IntOrString::Int(p.port))),
-            ..p.clone()
-        })
-        .collect()
 }
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use std::time::Duration;
+
     use serde_json::json;
+
+    use super::*;
+    use crate::engine::{EngineOptions, PolicyEngine};
 
     fn service(value: serde_json::Value) -> Service {
         serde_json::from_value(value).unwrap()
     }
 
-    #[test]
-    fn the_copy_drops_member_assigned_fields_and_the_update_keeps_the_members() {
+    fn planner() -> Planner {
+        Planner {
+            engine: PolicyEngine::embedded(EngineOptions::default()).unwrap(),
+            budget: Duration::from_secs(5),
+        }
+    }
+
+    /// The component's decisions arrive as typed Services the client can write.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn the_component_decides_the_copy_and_the_replacement() {
+        let planner = planner();
         let template = service(json!({
             "metadata": {"name": "web", "namespace": "shop", "uid": "u", "resourceVersion": "7",
                          "labels": {"a": "b"}},
@@ -225,13 +179,16 @@ mod tests {
                      "selector": {"app": "web"},
                      "ports": [{"name": "http", "port": 80, "nodePort": 30080}]}
         }));
-        let copy = member_copy(&template);
+        let ServiceChange::Create(copy) = planner.service(&template, None).await.unwrap() else {
+            panic!("a member without the Service gets a copy");
+        };
         let spec = copy.spec.as_ref().unwrap();
         assert_eq!(spec.cluster_ip, None);
         assert_eq!(spec.cluster_ips, None);
         assert_eq!(spec.ports.as_ref().unwrap()[0].node_port, None);
         assert_eq!(copy.metadata.uid, None);
         assert_eq!(copy.metadata.resource_version, None);
+        assert_eq!(copy.metadata.name.as_deref(), Some("web"));
 
         let member = service(json!({
             "metadata": {"name": "web", "namespace": "shop", "resourceVersion": "3"},
@@ -239,11 +196,16 @@ mod tests {
                      "ports": [{"name": "http", "port": 80, "nodePort": 31000,
                                 "protocol": "TCP", "targetPort": 80}]}
         }));
-        assert!(!differs(&template, &member));
+        assert_eq!(
+            planner.service(&template, Some(&member)).await.unwrap(),
+            ServiceChange::Unchanged
+        );
         let mut changed = template.clone();
         changed.spec.as_mut().unwrap().selector = None;
-        assert!(differs(&changed, &member));
-        let out = updated(&changed, &member);
+        let ServiceChange::Replace(out) = planner.service(&changed, Some(&member)).await.unwrap()
+        else {
+            panic!("a changed selector is replaced");
+        };
         let spec = out.spec.unwrap();
         assert_eq!(out.metadata.resource_version.as_deref(), Some("3"));
         assert_eq!(spec.cluster_ip.as_deref(), Some("10.0.0.99"));

@@ -1,9 +1,9 @@
-//! Kubernetes objects (k8s-openapi) ⇄ WIT records for the endpoint filter. Field-for-field
-//! copies: no decision is taken here.
+//! Kubernetes objects (k8s-openapi) ⇄ WIT records for the endpoint filter, and Services ⇄ the
+//! JSON text of the `service` function. Field-for-field copies: no decision is taken here.
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::ObjectReference;
+use k8s_openapi::api::core::v1::{ObjectReference, Service};
 use k8s_openapi::api::discovery::v1 as discovery;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
@@ -150,6 +150,29 @@ fn port_from_wit(p: types::EndpointPort) -> discovery::EndpointPort {
         port: p.port,
         protocol: p.protocol,
     }
+}
+
+/// The component's `service-action`, its object decoded.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ServiceChange {
+    Unchanged,
+    Create(Service),
+    Replace(Service),
+}
+
+/// A Service as the component's `service` function takes it (JSON text).
+pub fn service_to_json(service: &Service) -> Result<String, serde_json::Error> {
+    serde_json::to_string(service)
+}
+
+/// The component's `service-action` with its object decoded; an error means the component
+/// answered with something that is not a Service.
+pub fn service_change(action: types::ServiceAction) -> Result<ServiceChange, serde_json::Error> {
+    Ok(match action {
+        types::ServiceAction::Unchanged => ServiceChange::Unchanged,
+        types::ServiceAction::Create(json) => ServiceChange::Create(serde_json::from_str(&json)?),
+        types::ServiceAction::Replace(json) => ServiceChange::Replace(serde_json::from_str(&json)?),
+    })
 }
 
 #[cfg(test)]

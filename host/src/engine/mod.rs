@@ -48,13 +48,14 @@ pub mod types {
     pub use super::bindings::exports::karmada::mcs_policy::policy::{
         AdmissionRequest, Context, Denial, Endpoint, EndpointConditions, EndpointHints,
         EndpointPort, EndpointSlice, ErrorType, ExposurePort, FieldError, McsRef, ObjectReference,
-        Operation, PatchOp, PatchOperation, Rejection, ServicePort, Settings, SyncPlan,
+        Operation, PatchOp, PatchOperation, Rejection, ServiceAction, ServicePort, Settings,
+        SyncPlan,
     };
 }
 
 use types::{
-    AdmissionRequest, Context, Denial, EndpointSlice, McsRef, PatchOperation, ServicePort,
-    Settings, SyncPlan,
+    AdmissionRequest, Context, Denial, EndpointSlice, McsRef, PatchOperation, ServiceAction,
+    ServicePort, Settings, SyncPlan,
 };
 
 /// All switches off: the `karmada-compatible` policy.
@@ -276,6 +277,24 @@ impl PolicyEngine {
                 policy
                     .karmada_mcs_policy_policy()
                     .call_prune(store, mcs, existing, desired)
+            })
+    }
+
+    /// What a member cluster must do with its copy of the hub Service (WIT `service`):
+    /// `template` and `existing` are `v1` Service JSON text.
+    pub fn service(
+        &self,
+        template: &str,
+        existing: Option<&str>,
+        budget: Duration,
+    ) -> Result<Result<ServiceAction, String>, EngineError> {
+        let loaded = self.current();
+        self.inner
+            .runtime
+            .run(&loaded, "service", budget, |policy, store| {
+                policy
+                    .karmada_mcs_policy_policy()
+                    .call_service(store, template, existing)
             })
     }
 }

@@ -9,8 +9,8 @@ wit_bindgen::generate!({
 });
 
 use exports::karmada::mcs_policy::policy::{
-    AdmissionRequest, Context, Denial, EndpointSlice, Guest, McsRef, PatchOperation, ServicePort,
-    Settings, SyncPlan,
+    AdmissionRequest, Context, Denial, EndpointSlice, Guest, McsRef, PatchOperation, ServiceAction,
+    ServicePort, Settings, SyncPlan,
 };
 
 /// The exported component.
@@ -70,6 +70,11 @@ impl Guest for Hostile {
     fn prune(mcs: McsRef, _existing: Vec<EndpointSlice>, _desired: Vec<String>) -> Vec<String> {
         misbehave(&mcs.name);
         Vec::new()
+    }
+
+    fn service(template: String, _existing: Option<String>) -> Result<ServiceAction, String> {
+        misbehave(&template);
+        Ok(ServiceAction::Unchanged)
     }
 }
 

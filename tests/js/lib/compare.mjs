@@ -1,5 +1,6 @@
 // Comparing answers: a JSON deep diff (key order ignored), a tiny RFC 6902 add/replace, and the
-// fixture expectations of tests/src/fixtures.rs (`check_response`) and tests/tests/fixtures.rs.
+// fixture expectations of tests/src/fixtures.rs (`check_response`, `check_service`) and
+// tests/tests/fixtures.rs.
 
 const isObject = (v) => v !== null && typeof v === 'object' && !Array.isArray(v);
 const show = (v) => (v === undefined ? '(absent)' : JSON.stringify(v));
@@ -99,6 +100,14 @@ export function checkResponse(response, expect) {
   }
   same('warnings', r.warnings ?? [], expect.warnings ?? []);
   return problems;
+}
+
+/** `check_service`: the problems of a `service` answer (`eval service` shape) against its `expect`. */
+export function checkService(got, expect) {
+  if (expect.action !== 'error') return jsonDiff(got, expect);
+  const part = typeof expect.messageContains === 'string' ? expect.messageContains : '';
+  if (got?.action === 'error' && typeof got.message === 'string' && got.message.includes(part)) return [];
+  return [`got ${JSON.stringify(got)}, want an error containing ${JSON.stringify(part)}`];
 }
 
 /** True for a lower-case 8-4-4-4-12 UUID. */

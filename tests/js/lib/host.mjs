@@ -290,3 +290,32 @@ export function runFilter(policy, input) {
   const copies = policy.filter(mcs, servicePorts, input.sourceCluster, input.consumerCluster, slices);
   return copies.map(sliceFromWit);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Service propagation (host/src/eval.rs `service_json`, `service_answer`)
+
+/**
+ * `service_json`: a service input (the `input` of a service fixture: `template`, `existing`; a
+ * string is the exact text to pass, anything else its JSON) → the answer as `mcs-policy eval
+ * service` prints it: `{action: 'unchanged'}`, `{action: 'create'|'replace', object}` or
+ * `{action: 'error', message}`.
+ */
+export function runService(policy, input) {
+  const text = (v) => (typeof v === 'string' ? v : JSON.stringify(v));
+  const template = text(input.template ?? null);
+  const existing = input.existing == null ? undefined : text(input.existing);
+  let action;
+  try {
+    action = policy.service(template, existing);
+  } catch (e) {
+    return { action: 'error', message: errPayload(e).payload };
+  }
+  if (action.tag === 'unchanged') return { action: 'unchanged' };
+  let object;
+  try {
+    object = JSON.parse(action.val);
+  } catch {
+    object = action.val;
+  }
+  return { action: action.tag, object };
+}
