@@ -2,6 +2,7 @@
 //! WAVE encoding for the wasmtime CLI.
 
 pub mod fixtures;
+pub mod sync;
 pub mod wave;
 
 use std::path::PathBuf;
@@ -61,10 +62,16 @@ impl Drop for KillOnDrop {
 
 /// Starts a kube-sim on a free loopback port; returns it with its base URL.
 pub fn kube_sim(name: &str) -> (KillOnDrop, String) {
+    kube_sim_with(name, &[])
+}
+
+/// [`kube_sim`] with `extra` flags (e.g. `["--token", "T"]`).
+pub fn kube_sim_with(name: &str, extra: &[&str]) -> (KillOnDrop, String) {
     use std::io::{BufRead, BufReader};
     use std::process::{Command, Stdio};
     let mut child = Command::new(binary("kube-sim"))
         .args(["--listen", "127.0.0.1:0", "--name", name])
+        .args(extra)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()

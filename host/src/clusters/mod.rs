@@ -1,11 +1,18 @@
 //! The cluster registry of the sync controller (SPEC §4.1): the hub and the member clusters,
-//! each a name and a `kube::Client`, read from one kubeconfig whose contexts are the clusters.
+//! each a name and a `kube::Client`. A [`Source`] says where the members come from: the
+//! contexts of one kubeconfig, fixed at start ([`Source::Fixed`]), or Karmada's Cluster
+//! objects in the hub, re-read every pass ([`Source::Karmada`], see [`karmada`]).
+
+mod client;
+pub mod karmada;
 
 use std::path::Path;
 use std::time::Duration;
 
 use kube::config::{KubeConfigOptions, Kubeconfig, KubeconfigError};
 use kube::{Client, Config};
+
+pub use client::{ClientOptions, build_client};
 
 /// How long a readiness probe may take before the cluster counts as not ready.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
@@ -33,6 +40,11 @@ pub enum ClusterError {
         #[source]
         source: Box<kube::Error>,
     },
+    #[error("listing the Karmada clusters (clusters.cluster.karmada.io) in the hub")]
+    KarmadaClusters {
+        #[source]
+        source: Box<kube::Error>,
+    },
 }
 
 /// One cluster: its name (the context name) and a client.
@@ -40,6 +52,44 @@ pub enum ClusterError {
 pub struct Cluster {
     pub name: String,
     pub client: Client,
+}
+
+/// Where the member clusters come from.
+pub enum Source {
+    /// The members of a kubeconfig, fixed for the life of the process.
+    Fixed(Registry),
+    /// The push-mode Cluster objects of Karmada in the hub, as they are now.
+    Karmada(karmada::Karmada),
+}
+
+/// The clusters as one pass sees them: the registry and which members are ready.
+#[derive(Clone)]
+pub struct Membership {
+    pub registry: Registry,
+    /// Names of the members that are ready now.
+    pub ready: Vec<String>,
+}
+
+impl Source {
+    /// The hub.
+    pub fn hub(&self) -> &Cluster {
+        match self {
+            Source::Fixed(registry) => &registry.hub,
+            Source::Karmada(karmada) => karmada.hub(),
+        }
+    }
+
+    /// The members now and which are ready (for a kubeconfig: whose API answers; for
+    /// Karmada: whose `Ready` condition is `True`).
+    pub async fn membership(&self) -> Result<Membership, ClusterError> {
+        match self {
+            Source::Fixed(registry) => Ok(Membership {
+                ready: registry.ready_members().await,
+                registry: registry.clone(),
+            }),
+            Source::Karmada(karmada) => karmada.membership().await,
+        }
+    }
 }
 
 /// The hub (where MultiClusterServices live) and the members, in kubeconfig order.
@@ -56,6 +106,7 @@ impl Registry {
         path: &Path,
         hub: &str,
         members: &[String],
+        options: &ClientOptions,
     ) -> Result<Self, ClusterError> {
         let shown = path.display().to_string();
         let kubeconfig =
@@ -83,10 +134,10 @@ impl Registry {
             }
             members.to_vec()
         };
-        let hub = cluster(&kubeconfig, hub).await?;
+        let hub = cluster(&kubeconfig, hub, options).await?;
         let mut members = Vec::with_capacity(member_names.len());
         for name in &member_names {
-            members.push(cluster(&kubeconfig, name).await?);
+            members.push(cluster(&kubeconfig, name, options).await?);
         }
         Ok(Registry { hub, members })
     }
@@ -126,18 +177,22 @@ pub async fn probe(client: &Client) -> bool {
     )
 }
 
-async fn cluster(kubeconfig: &Kubeconfig, context: &str) -> Result<Cluster, ClusterError> {
-    let options = KubeConfigOptions {
+async fn cluster(
+    kubeconfig: &Kubeconfig,
+    context: &str,
+    options: &ClientOptions,
+) -> Result<Cluster, ClusterError> {
+    let selected = KubeConfigOptions {
         context: Some(context.to_string()),
         ..KubeConfigOptions::default()
     };
-    let config = Config::from_custom_kubeconfig(kubeconfig.clone(), &options)
+    let config = Config::from_custom_kubeconfig(kubeconfig.clone(), &selected)
         .await
         .map_err(|source| ClusterError::Client {
             context: context.to_string(),
             source,
         })?;
-    let client = Client::try_from(config).map_err(|source| ClusterError::Connect {
+    let client = build_client(config, options).map_err(|source| ClusterError::Connect {
         context: context.to_string(),
         source: Box::new(source),
     })?;

@@ -12,6 +12,8 @@ use axum::routing::get;
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 use tokio::net::TcpListener;
 
@@ -24,6 +26,9 @@ pub struct Metrics {
     applied: Counter,
     deleted: Counter,
     cluster_errors: Family<Labels, Counter>,
+    propagation: Histogram,
+    queue_depth: Gauge,
+    leader: Gauge,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -55,8 +60,30 @@ impl Default for Metrics {
             "Failed steps, by cluster",
             cluster_errors.clone(),
         );
+        // 1ms to ~33s.
+        let propagation = Histogram::new(exponential_buckets(0.001, 2.0, 16));
+        registry.register(
+            "propagation_seconds",
+            "From a watched change (MultiClusterService, hub Service or provider EndpointSlice) to the end of the reconcile that carried it to the members",
+            propagation.clone(),
+        );
+        let queue_depth = Gauge::default();
+        registry.register(
+            "queue_depth",
+            "MultiClusterServices waiting for a reconcile",
+            queue_depth.clone(),
+        );
+        let leader = Gauge::default();
+        registry.register(
+            "leader",
+            "1 while this replica leads (holds the leader Lease, or runs without --leader-elect) and syncs, else 0",
+            leader.clone(),
+        );
         Metrics {
+            leader,
             registry,
+            propagation,
+            queue_depth,
             passes,
             applied,
             deleted,
@@ -76,6 +103,22 @@ impl Metrics {
 
     pub fn deleted(&self, n: usize) {
         self.deleted.inc_by(n as u64);
+    }
+
+    /// One change carried to the members `elapsed` after it was seen.
+    pub fn propagated(&self, elapsed: std::time::Duration) {
+        self.propagation.observe(elapsed.as_secs_f64());
+    }
+
+    /// Keys waiting in the work queue now.
+    pub fn queue_depth(&self, depth: usize) {
+        self.queue_depth
+            .set(i64::try_from(depth).unwrap_or(i64::MAX));
+    }
+
+    /// Whether this replica leads now.
+    pub fn leader(&self, leading: bool) {
+        self.leader.set(i64::from(leading));
     }
 
     pub fn cluster_error(&self, cluster: &str) {
@@ -135,5 +178,15 @@ mod tests {
             text.contains("mcs_policy_sync_cluster_errors_total{cluster=\"member1\"} 1"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn the_leader_gauge_follows_leadership() {
+        let m = Metrics::default();
+        assert!(m.render().contains("mcs_policy_sync_leader 0"));
+        m.leader(true);
+        assert!(m.render().contains("mcs_policy_sync_leader 1"));
+        m.leader(false);
+        assert!(m.render().contains("mcs_policy_sync_leader 0"));
     }
 }

@@ -1,12 +1,16 @@
-//! The EndpointSlice sync controller (`mcs-policy sync`, SPEC §4): every resync interval, and
-//! whenever a [`watch`] sees a change, each MultiClusterService in the hub is reconciled by
-//! [`reconcile::reconcile`] against the member clusters of the
-//! [`Registry`](crate::clusters::Registry).
+//! The EndpointSlice sync controller (`mcs-policy sync`, SPEC §4). Watches ([`watch`]) turn
+//! changes into MultiClusterService keys on a work [`queue`]; `--workers` tasks take keys and
+//! [`reconcile::reconcile`] each against the member clusters of the current
+//! [`Membership`]. The membership (which members exist and which are ready) is refreshed
+//! every probe interval; a member that becomes ready, and every resync interval, queues every
+//! MCS again, which repairs drift and catches returning members up.
 
 pub mod apply;
 pub mod events;
+pub mod leader;
 pub mod metrics;
 pub mod plan;
+pub mod queue;
 pub mod read;
 pub mod reconcile;
 pub mod service;
@@ -16,16 +20,22 @@ pub mod watch;
 
 use std::future::Future;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
-use tokio::sync::Notify;
+use kube::Api;
+use kube::api::DynamicObject;
 
-use crate::clusters::{ClusterError, Registry};
+use crate::clusters::karmada::Karmada;
+use crate::clusters::{ClientOptions, ClusterError, Membership, Registry, Source};
 use crate::config::EngineArgs;
 use crate::engine::{EngineError, PolicyEngine};
 use plan::Planner;
+use queue::{Cause, Queue};
 use reconcile::chain;
+
+/// How often the membership (and each member's readiness) is refreshed, at most.
+const PROBE_INTERVAL: Duration = Duration::from_secs(2);
 
 /// `mcs-policy sync`: what to sync and how often.
 #[derive(Debug, clap::Args)]
@@ -39,12 +49,28 @@ pub struct SyncArgs {
     pub hub: String,
 
     /// Context of a member cluster (repeatable). Default: every context except the hub.
+    /// With `--karmada-clusters`: the name of a Karmada Cluster (default: every push-mode one).
     #[arg(long = "member", value_name = "CONTEXT")]
     pub members: Vec<String>,
 
+    /// Take the member clusters from Karmada Cluster objects in the hub (push mode) instead of
+    /// the kubeconfig's other contexts.
+    #[arg(long)]
+    pub karmada_clusters: bool,
+
     /// Time between two full passes over every MultiClusterService (`500ms`, `2s`, `1m`).
-    #[arg(long, default_value = "2s", value_parser = crate::config::parse_positive_duration, value_name = "DURATION")]
+    /// Watches carry changes at once; the resync repairs what no watch reports.
+    #[arg(long, default_value = "30s", value_parser = crate::config::parse_positive_duration, value_name = "DURATION")]
     pub resync_interval: Duration,
+
+    /// MultiClusterServices reconciled at the same time (never the same one twice).
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..), value_name = "N")]
+    pub workers: u16,
+
+    /// Longest wait for one API request to a cluster, including retries after 429/503
+    /// `Retry-After` answers; a member that does not answer in time fails its step.
+    #[arg(long, default_value = "10s", value_parser = crate::config::parse_positive_duration, value_name = "DURATION")]
+    pub request_timeout: Duration,
 
     /// Field manager of the server-side applies into the member clusters.
     #[arg(long, default_value = "mcs-policy", value_name = "NAME")]
@@ -65,6 +91,10 @@ pub struct SyncArgs {
 
     #[command(flatten)]
     pub engine: EngineArgs,
+
+    /// Leader election among replicas (SPEC §4.11).
+    #[command(flatten)]
+    pub leader: leader::LeaderArgs,
 }
 
 /// Why the controller could not start.
@@ -74,6 +104,10 @@ pub enum SyncError {
     Engine(#[from] EngineError),
     #[error("building the cluster registry")]
     Clusters(#[from] ClusterError),
+    #[error("starting leader election")]
+    Leader(#[from] leader::LeaderError),
+    #[error("lost the leader lease (not renewed within --renew-deadline); stopped syncing")]
+    LeadershipLost,
     #[error("listening on {addr} for metrics failed")]
     Metrics {
         addr: std::net::SocketAddr,
@@ -108,11 +142,31 @@ pub async fn run(args: SyncArgs, shutdown: impl Future<Output = ()>) -> Result<(
         Some(path) => PolicyEngine::from_file(path, options)?,
         None => PolicyEngine::embedded(options)?,
     };
-    let registry = Registry::from_kubeconfig(&args.kubeconfig, &args.hub, &args.members).await?;
+    let client_options = ClientOptions {
+        request_timeout: args.request_timeout,
+    };
+    // The members: the kubeconfig's other contexts, or Karmada's Cluster objects in the hub.
+    let source = if args.karmada_clusters {
+        Source::Karmada(
+            Karmada::from_kubeconfig(&args.kubeconfig, &args.hub, &args.members, &client_options)
+                .await?,
+        )
+    } else {
+        Source::Fixed(
+            Registry::from_kubeconfig(&args.kubeconfig, &args.hub, &args.members, &client_options)
+                .await?,
+        )
+    };
+    // The members arrive with the first membership refresh, before any worker starts.
+    let registry = Registry {
+        hub: source.hub().clone(),
+        members: Vec::new(),
+    };
+    let mut leadership = leader::start(registry.hub.client.clone(), &args.leader)?;
     tracing::info!(
-        hub = %registry.hub.name,
-        members = ?registry.member_names(),
+        hub = %source.hub().name,
         interval = ?args.resync_interval,
+        workers = args.workers,
         "sync controller started"
     );
     let ctx = Context {
@@ -121,7 +175,7 @@ pub async fn run(args: SyncArgs, shutdown: impl Future<Output = ()>) -> Result<(
             engine,
             budget: Duration::from_millis(args.budget_ms),
         },
-        field_manager: args.field_manager,
+        field_manager: args.field_manager.clone(),
         events: events::Memory::default(),
         stale_timeout: args.stale_endpoint_timeout,
         unreadable: stale::Memory::default(),
@@ -144,27 +198,14 @@ pub async fn run(args: SyncArgs, shutdown: impl Future<Output = ()>) -> Result<(
         }
         None => None,
     };
-    let notify = Arc::new(Notify::new());
-    let watches = watch::spawn(&ctx.registry, &notify);
-    let mut ticks = tokio::time::interval(args.resync_interval);
-    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    tokio::pin!(shutdown);
-    loop {
-        let next = async {
-            tokio::select! {
-                _ = ticks.tick() => {}
-                _ = notify.notified() => {}
-            }
-            pass(&ctx).await
-        };
-        tokio::select! {
-            _ = &mut shutdown => break,
-            _ = next => {}
-        }
-    }
-    for task in watches {
-        task.abort();
-    }
+    // Leader election (SPEC §4.11): sync only while leading; shutdown releases the Lease.
+    let metrics = ctx.metrics.clone();
+    let outcome = tokio::select! {
+        _ = shutdown => Ok(()),
+        outcome = lead(&mut leadership, &metrics, sync(ctx, source, &args)) => outcome,
+    };
+    metrics.leader(false);
+    leadership.release().await;
     stop_metrics.send(()).ok();
     if let Some(server) = server
         && let Ok(Err(err)) = server.await
@@ -172,11 +213,110 @@ pub async fn run(args: SyncArgs, shutdown: impl Future<Output = ()>) -> Result<(
         tracing::warn!(error = %err, "metrics server failed");
     }
     tracing::info!("sync controller stopped");
-    Ok(())
+    outcome
 }
 
-/// One pass over every MultiClusterService in the hub.
-pub async fn pass(ctx: &Context) {
+/// Waits until this replica leads, then runs `work` until leadership is lost
+/// ([`SyncError::LeadershipLost`]); the leader gauge follows.
+async fn lead(
+    leadership: &mut leader::Leadership,
+    metrics: &metrics::Metrics,
+    work: impl Future<Output = ()>,
+) -> Result<(), SyncError> {
+    leadership.acquired().await;
+    metrics.leader(true);
+    tokio::select! {
+        () = leadership.lost() => Err(SyncError::LeadershipLost),
+        () = work => Ok(()),
+    }
+}
+
+/// Syncs for ever: watches, workers, and the membership and resync timers. Dropping the
+/// future stops everything it started.
+pub async fn sync(ctx: Context, source: Source, args: &SyncArgs) {
+    let queue = Arc::new(Queue::default());
+    let membership = Arc::new(RwLock::new(Membership {
+        registry: ctx.registry.clone(),
+        ready: Vec::new(),
+    }));
+    let mut watches = watch::Watches::start(source.hub(), &queue);
+    if let Some(first) = refresh(&source, &membership).await {
+        watches.follow(&first.registry, &queue);
+    }
+    let _workers = Workers(
+        (0..args.workers)
+            .map(|_| tokio::spawn(work(ctx.clone(), queue.clone(), membership.clone())))
+            .collect(),
+    );
+    let probe_every = PROBE_INTERVAL.min(args.resync_interval);
+    let mut probes =
+        tokio::time::interval_at(tokio::time::Instant::now() + probe_every, probe_every);
+    probes.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut resyncs = tokio::time::interval(args.resync_interval);
+    resyncs.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = probes.tick() => {
+                let Some(news) = refresh(&source, &membership).await else {
+                    continue;
+                };
+                watches.follow(&news.registry, &queue);
+                if !news.returned.is_empty() {
+                    tracing::info!(clusters = ?news.returned, "members ready: catching them up");
+                    resync(&ctx, &queue).await;
+                }
+            }
+            _ = resyncs.tick() => resync(&ctx, &queue).await,
+        }
+        ctx.metrics.queue_depth(queue.len());
+    }
+}
+
+/// Worker tasks, aborted when dropped.
+struct Workers(Vec<tokio::task::JoinHandle<()>>);
+
+impl Drop for Workers {
+    fn drop(&mut self) {
+        for task in &self.0 {
+            task.abort();
+        }
+    }
+}
+
+/// What a membership refresh found.
+struct News {
+    registry: Registry,
+    /// Members ready now that were not ready (or not members) before.
+    returned: Vec<String>,
+}
+
+/// Reads the membership from `source` into `current`; `None` when it cannot be read (the
+/// last one stays).
+async fn refresh(source: &Source, current: &RwLock<Membership>) -> Option<News> {
+    let fresh = match source.membership().await {
+        Ok(fresh) => fresh,
+        Err(err) => {
+            tracing::warn!(error = %chain(&err), "cannot read the member clusters");
+            return None;
+        }
+    };
+    let mut current = current.write().ok()?;
+    let returned = fresh
+        .ready
+        .iter()
+        .filter(|name| !current.ready.contains(name))
+        .cloned()
+        .collect();
+    *current = fresh;
+    Some(News {
+        registry: current.registry.clone(),
+        returned,
+    })
+}
+
+/// Queues every MultiClusterService of the hub, and forgets what the controller remembered
+/// about those that are gone.
+async fn resync(ctx: &Context, queue: &Queue) {
     let hub = &ctx.registry.hub;
     ctx.metrics.pass();
     let all = match read::list_mcs(&hub.client, &hub.name).await {
@@ -186,36 +326,79 @@ pub async fn pass(ctx: &Context) {
             return tracing::warn!(error = %chain(&err), "cannot read the hub");
         }
     };
-    let ready = ctx.registry.ready_members().await;
+    let alive = |uid: &String| all.iter().any(|m| m.metadata.uid.as_ref() == Some(uid));
     if let Ok(mut memory) = ctx.events.lock() {
-        memory.retain(|uid, _| all.iter().any(|m| m.metadata.uid.as_ref() == Some(uid)));
+        memory.retain(|uid, _| alive(uid));
     }
     if let Ok(mut memory) = ctx.unreadable.lock() {
-        memory.retain(|uid, _| all.iter().any(|m| m.metadata.uid.as_ref() == Some(uid)));
+        memory.retain(|uid, _| alive(uid));
     }
     for mcs in &all {
-        let object = read::object_name(mcs);
-        let result = reconcile::reconcile(ctx, mcs, &ready).await;
-        match &result {
-            Ok(r) => {
-                ctx.metrics.applied(r.applied);
-                ctx.metrics.deleted(r.deleted);
-                for cluster in &r.clusters {
-                    ctx.metrics.cluster_error(cluster);
-                }
+        queue.add(read::object_name(mcs), Cause::Resync);
+    }
+}
+
+/// One worker: takes keys off the queue and reconciles them with the membership of the moment.
+async fn work(base: Context, queue: Arc<Queue>, membership: Arc<RwLock<Membership>>) {
+    loop {
+        let (key, cause) = queue.next().await;
+        let Ok(Membership { registry, ready }) = membership.read().map(|m| m.clone()) else {
+            queue.done(&key);
+            continue;
+        };
+        let ctx = Context {
+            registry,
+            ..base.clone()
+        };
+        reconcile_key(&ctx, &key, &ready).await;
+        if let queue::Cause::Change(seen) = cause {
+            ctx.metrics.propagated(seen.elapsed());
+        }
+        queue.done(&key);
+    }
+}
+
+/// Reads the MCS `key` from the hub and reconciles it; gone means nothing to do (the
+/// finalizer kept it until its copies were withdrawn).
+pub async fn reconcile_key(ctx: &Context, key: &str, ready: &[String]) {
+    let hub = &ctx.registry.hub;
+    let Some((namespace, name)) = key.split_once('/') else {
+        return;
+    };
+    let resource = read::mcs_resource();
+    let api: Api<DynamicObject> = Api::namespaced_with(hub.client.clone(), namespace, &resource);
+    let mut mcs = match api.get_opt(name).await {
+        Ok(Some(mcs)) => mcs,
+        Ok(None) => return,
+        Err(err) => {
+            ctx.metrics.cluster_error(&hub.name);
+            return tracing::warn!(mcs = key, error = %err, "cannot read the multiclusterservice");
+        }
+    };
+    mcs.types = Some(kube::core::TypeMeta {
+        api_version: resource.api_version.clone(),
+        kind: resource.kind.clone(),
+    });
+    let result = reconcile::reconcile(ctx, &mcs, ready).await;
+    match &result {
+        Ok(r) => {
+            ctx.metrics.applied(r.applied);
+            ctx.metrics.deleted(r.deleted);
+            for cluster in &r.clusters {
+                ctx.metrics.cluster_error(cluster);
             }
-            Err(_) => ctx.metrics.cluster_error(&hub.name),
         }
-        match result {
-            Ok(r) if r.applied + r.deleted > 0 || !r.errors.is_empty() => tracing::info!(
-                mcs = %object,
-                applied = r.applied,
-                deleted = r.deleted,
-                errors = r.errors.len(),
-                "synced"
-            ),
-            Ok(_) => {}
-            Err(err) => tracing::warn!(mcs = %object, error = %chain(&err), "sync failed"),
-        }
+        Err(_) => ctx.metrics.cluster_error(&hub.name),
+    }
+    match result {
+        Ok(r) if r.applied + r.deleted > 0 || !r.errors.is_empty() => tracing::info!(
+            mcs = key,
+            applied = r.applied,
+            deleted = r.deleted,
+            errors = r.errors.len(),
+            "synced"
+        ),
+        Ok(_) => {}
+        Err(err) => tracing::warn!(mcs = key, error = %chain(&err), "sync failed"),
     }
 }

@@ -203,7 +203,7 @@ async fn sync_service(
         let Some(cluster) = ctx.registry.member(member) else {
             continue;
         };
-        match ensure(&cluster.client, member, &template).await {
+        match ensure(&ctx.planner, &cluster.client, member, &template).await {
             Ok(Outcome::Unchanged) => {}
             Ok(outcome) => tracing::info!(mcs = object, cluster = %member, ?outcome, "service"),
             Err(err) => {
