@@ -85,11 +85,7 @@ impl Karmada {
         options: &ClientOptions,
     ) -> Result<Self, ClusterError> {
         let shown = path.display().to_string();
-        let kubeconfig =
-            Kubeconfig::read_from(path).map_err(|source| ClusterError::Kubeconfig {
-                path: shown.clone(),
-                source,
-            })?;
+        let kubeconfig = super::read_kubeconfig(path)?;
         if !kubeconfig.contexts.iter().any(|c| c.name == hub) {
             return Err(ClusterError::UnknownContext {
                 path: shown,

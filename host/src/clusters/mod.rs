@@ -109,11 +109,7 @@ impl Registry {
         options: &ClientOptions,
     ) -> Result<Self, ClusterError> {
         let shown = path.display().to_string();
-        let kubeconfig =
-            Kubeconfig::read_from(path).map_err(|source| ClusterError::Kubeconfig {
-                path: shown.clone(),
-                source,
-            })?;
+        let kubeconfig = read_kubeconfig(path)?;
         let contexts: Vec<String> = kubeconfig.contexts.iter().map(|c| c.name.clone()).collect();
         let known = |name: &str| {
             if contexts.iter().any(|c| c == name) {
@@ -167,6 +163,14 @@ impl Registry {
             .flatten()
             .collect()
     }
+}
+
+/// The kubeconfig at `path`.
+pub fn read_kubeconfig(path: &Path) -> Result<Kubeconfig, ClusterError> {
+    Kubeconfig::read_from(path).map_err(|source| ClusterError::Kubeconfig {
+        path: path.display().to_string(),
+        source,
+    })
 }
 
 /// A cluster is ready when `/version` answers in time.
