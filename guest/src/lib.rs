@@ -81,6 +81,10 @@ impl Guest for Policy {
     fn service(template: String, existing: Option<String>) -> Result<ServiceAction, String> {
         service_action(&template, existing.as_deref())
     }
+
+    fn cluster_name_problem(name: String) -> Option<String> {
+        names::cluster_name_problem(&name)
+    }
 }
 
 #[cfg(target_arch = "wasm32")]

@@ -165,6 +165,13 @@ pub fn cluster_name(name: &str) -> Vec<String> {
     dns1123_label(name)
 }
 
+/// Why `name` cannot name a cluster: [`cluster_name`]'s messages joined with `,` as Karmada's
+/// validation error joins them; `None` for a valid name.
+pub fn cluster_name_problem(name: &str) -> Option<String> {
+    let messages = cluster_name(name);
+    (!messages.is_empty()).then(|| messages.join(","))
+}
+
 /// `validation.IsQualifiedName`: `[prefix/]name`.
 pub fn qualified_name(value: &str) -> Vec<String> {
     let mut errs = Vec::new();
@@ -332,6 +339,11 @@ mod tests {
         );
         assert_eq!(cluster_name("Member1"), vec![LABEL_REGEX_MSG]);
         assert!(cluster_name("member1").is_empty());
+        assert_eq!(cluster_name_problem("member1"), None);
+        assert_eq!(
+            cluster_name_problem("Member1").as_deref(),
+            Some(LABEL_REGEX_MSG)
+        );
     }
 
     #[test]

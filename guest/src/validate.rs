@@ -166,12 +166,11 @@ fn validate_spec(mcs: &Mcs) -> Vec<FieldError> {
         (&spec.consumer_clusters, "spec.range.consumerClusters"),
     ] {
         for (i, name) in list.iter().enumerate() {
-            let msgs = names::cluster_name(name);
-            if !msgs.is_empty() {
+            if let Some(problem) = names::cluster_name_problem(name) {
                 errs.push(FieldError::invalid(
                     index(path, i),
                     BadValue::Str(name.clone()),
-                    msgs.join(","),
+                    problem,
                 ));
             }
         }

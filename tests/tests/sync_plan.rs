@@ -113,3 +113,26 @@ fn prune_returns_only_stale_copies_carrying_every_marker() {
         "deleting the MCS never touches foreign slices"
     );
 }
+
+#[test]
+fn cluster_name_problems_come_from_the_component_as_validation_words_them() {
+    let engine = engine();
+    let cases = [
+        ("member1", None),
+        ("", Some("must be not empty")),
+        (
+            "Member1",
+            Some(
+                "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')",
+            ),
+        ),
+        ("member.one", Some("must not contain dots")),
+        (&*"a".repeat(49), Some("must be no more than 48 characters")),
+        (&*"a".repeat(48), None),
+    ];
+    for (name, want) in cases {
+        let got = engine.cluster_name_problem(name, BUDGET).unwrap();
+        assert_eq!(got.as_deref(), want, "{name:?}");
+        assert_eq!(got, guest::names::cluster_name_problem(name), "{name:?}");
+    }
+}

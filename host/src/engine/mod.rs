@@ -299,6 +299,25 @@ impl PolicyEngine {
     }
 }
 
+impl PolicyEngine {
+    /// Why `name` cannot name a member cluster, or `None` when it can (WIT
+    /// `cluster-name-problem`).
+    pub fn cluster_name_problem(
+        &self,
+        name: &str,
+        budget: Duration,
+    ) -> Result<Option<String>, EngineError> {
+        let loaded = self.current();
+        self.inner
+            .runtime
+            .run(&loaded, "cluster-name-problem", budget, |policy, store| {
+                policy
+                    .karmada_mcs_policy_policy()
+                    .call_cluster_name_problem(store, name)
+            })
+    }
+}
+
 fn read(path: &Path) -> Result<Vec<u8>, EngineError> {
     std::fs::read(path).map_err(|source| EngineError::Read {
         path: path.display().to_string(),

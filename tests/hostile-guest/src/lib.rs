@@ -76,6 +76,11 @@ impl Guest for Hostile {
         misbehave(&template);
         Ok(ServiceAction::Unchanged)
     }
+
+    fn cluster_name_problem(name: String) -> Option<String> {
+        misbehave(&name);
+        None
+    }
 }
 
 #[cfg(target_arch = "wasm32")]
