@@ -354,10 +354,15 @@ pub async fn get(http: &reqwest::Client, url: &str, path: &str) -> Option<Value>
 /// An EndpointSlice of Service `shop/web` managed by `managed_by`, one endpoint at `address`,
 /// ports `http` 8080 and `metrics` 9100.
 pub fn slice(name: &str, managed_by: &str, address: &str) -> Value {
+    slice_of(&ObjectRef::new("shop", "web"), name, managed_by, address)
+}
+
+/// [`slice`] for Service `service` (its namespace and name).
+pub fn slice_of(service: &ObjectRef<'_>, name: &str, managed_by: &str, address: &str) -> Value {
     json!({
         "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
-        "metadata": {"name": name, "namespace": "shop", "labels": {
-            SERVICE_NAME: "web", MANAGED_BY: managed_by}},
+        "metadata": {"name": name, "namespace": service.namespace, "labels": {
+            SERVICE_NAME: service.name, MANAGED_BY: managed_by}},
         "addressType": "IPv4",
         "endpoints": [{"addresses": [address], "conditions": {"ready": true}}],
         "ports": [{"name": "http", "port": 8080, "protocol": "TCP"},
@@ -365,20 +370,58 @@ pub fn slice(name: &str, managed_by: &str, address: &str) -> Value {
     })
 }
 
+/// A namespaced object's namespace and name (the MCS, and its Service of the same name).
+#[derive(Clone, Copy, Debug)]
+pub struct ObjectRef<'a> {
+    pub namespace: &'a str,
+    pub name: &'a str,
+}
+
+impl<'a> ObjectRef<'a> {
+    pub fn new(namespace: &'a str, name: &'a str) -> Self {
+        ObjectRef { namespace, name }
+    }
+}
+
+/// The EndpointSlice collection of namespace `ns` (`SLICES` is `shop`'s).
+pub fn slices_path(ns: &str) -> String {
+    format!("/apis/discovery.k8s.io/v1/namespaces/{ns}/endpointslices")
+}
+
+/// The MultiClusterService collection of namespace `ns` (`MCS` is `shop`'s).
+pub fn mcs_path(ns: &str) -> String {
+    format!("/apis/networking.karmada.io/v1alpha1/namespaces/{ns}/multiclusterservices")
+}
+
+/// The Service collection of namespace `ns` (`SERVICES` is `shop`'s).
+pub fn services_path(ns: &str) -> String {
+    format!("/api/v1/namespaces/{ns}/services")
+}
+
 /// A slice as the member's own EndpointSlice controller makes it.
 pub fn native_slice(name: &str, address: &str) -> Value {
     slice(name, "endpointslice-controller.k8s.io", address)
 }
 
+/// [`native_slice`] of Service `service`.
+pub fn native_slice_of(service: &ObjectRef<'_>, name: &str, address: &str) -> Value {
+    slice_of(service, name, "endpointslice-controller.k8s.io", address)
+}
+
 /// MCS `shop/web`, CrossCluster, with `spec_extra` merged into its spec.
 pub fn mcs(spec_extra: Value) -> Value {
+    mcs_of(&ObjectRef::new("shop", "web"), spec_extra)
+}
+
+/// [`mcs`] named `at` (its namespace and name).
+pub fn mcs_of(at: &ObjectRef<'_>, spec_extra: Value) -> Value {
     let mut spec = json!({"types": ["CrossCluster"]});
     for (k, v) in spec_extra.as_object().unwrap() {
         spec[k] = v.clone();
     }
     json!({
         "apiVersion": "networking.karmada.io/v1alpha1", "kind": "MultiClusterService",
-        "metadata": {"name": "web", "namespace": "shop"},
+        "metadata": {"name": at.name, "namespace": at.namespace},
         "spec": spec,
     })
 }
@@ -393,11 +436,16 @@ pub fn member1_to_member2() -> Value {
 
 /// Service `shop/web` as the hub holds it, with `ports`.
 pub fn service(ports: Value) -> Value {
+    service_of(&ObjectRef::new("shop", "web"), ports)
+}
+
+/// [`service`] named `at` (its namespace and name); labelled and selecting `app=<name>`.
+pub fn service_of(at: &ObjectRef<'_>, ports: Value) -> Value {
     json!({
         "apiVersion": "v1", "kind": "Service",
-        "metadata": {"name": "web", "namespace": "shop", "labels": {"app": "web"}},
+        "metadata": {"name": at.name, "namespace": at.namespace, "labels": {"app": at.name}},
         "spec": {"clusterIP": "10.96.0.10", "clusterIPs": ["10.96.0.10"],
-                 "selector": {"app": "web"}, "ports": ports},
+                 "selector": {"app": at.name}, "ports": ports},
     })
 }
 
@@ -517,4 +565,127 @@ pub async fn set_cluster_ready(http: &reqwest::Client, hub: &str, name: &str, st
         "lastTransitionTime": "2024-01-01T00:00:00Z",
     }]});
     put(http, hub, &format!("{path}/status"), &cluster).await;
+}
+
+/// Starts a kube-sim per name, in order; the first is the hub and gets the MultiClusterService
+/// CRD. Returns the processes and each cluster's `(name, URL)`.
+pub async fn start_clusters(
+    http: &reqwest::Client,
+    names: &[String],
+) -> (Vec<KillOnDrop>, Vec<(String, String)>) {
+    let (sims, clusters): (Vec<_>, Vec<_>) = names
+        .iter()
+        .map(|name| {
+            let (sim, url) = kube_sim(name);
+            (sim, (name.clone(), url))
+        })
+        .unzip();
+    if let Some((_, hub)) = clusters.first() {
+        let body = crd("networking.karmada.io_multiclusterservices.yaml");
+        post(http, hub, CRDS, &body).await;
+    }
+    (sims, clusters)
+}
+
+/// One event of a watch stream, stamped when its bytes arrived.
+#[derive(Debug)]
+pub struct WatchEvent {
+    /// Which watch it came from (the `tag` given to [`watch`]).
+    pub tag: usize,
+    pub at: Instant,
+    /// `ADDED`, `MODIFIED`, `DELETED`, `BOOKMARK` or `ERROR`.
+    pub kind: String,
+    pub object: Value,
+}
+
+/// Opens the watch `GET url+path` (`path` carries `?watch=true` and any selectors) and, once
+/// the server has answered (the watch is registered), forwards its events to `events` from a
+/// task until the stream or the receiver ends. Panics if the watch is refused.
+pub async fn watch(
+    http: &reqwest::Client,
+    url: &str,
+    path: &str,
+    tag: usize,
+    events: tokio::sync::mpsc::UnboundedSender<WatchEvent>,
+) -> tokio::task::JoinHandle<()> {
+    let mut resp = http.get(format!("{url}{path}")).send().await.unwrap();
+    assert!(
+        resp.status().is_success(),
+        "watch {path}: {}",
+        resp.status()
+    );
+    tokio::spawn(async move {
+        let mut pending = Vec::new();
+        while let Ok(Some(chunk)) = resp.chunk().await {
+            let at = Instant::now();
+            pending.extend_from_slice(&chunk);
+            while let Some(end) = pending.iter().position(|b| *b == b'\n') {
+                let line: Vec<u8> = pending.drain(..=end).collect();
+                let Ok(mut event) = serde_json::from_slice::<Value>(&line) else {
+                    continue;
+                };
+                let kind = event["type"].as_str().unwrap_or_default().to_string();
+                let object = event["object"].take();
+                let event = WatchEvent {
+                    tag,
+                    at,
+                    kind,
+                    object,
+                };
+                if events.send(event).is_err() {
+                    return;
+                }
+            }
+        }
+    })
+}
+
+impl World {
+    /// The Events in namespace `shop` of the hub with `reason`.
+    pub async fn events(&self, reason: &str) -> Vec<Value> {
+        let list = get(&self.http, &self.hub, EVENTS)
+            .await
+            .expect("event list");
+        list["items"]
+            .as_array()
+            .expect("items")
+            .iter()
+            .filter(|e| e["reason"] == reason)
+            .cloned()
+            .collect()
+    }
+
+    /// Waits for an Event with `reason` whose message contains every part of `message`;
+    /// returns it.
+    pub async fn await_event(&self, reason: &str, message: &[&str]) -> Value {
+        self.eventually(
+            &format!("a {reason} event mentioning {message:?}"),
+            || async {
+                self.events(reason).await.into_iter().find(|e| {
+                    let text = e["message"].as_str().unwrap_or_default();
+                    message.iter().all(|part| text.contains(part))
+                })
+            },
+        )
+        .await
+    }
+
+    /// The faults still queued in the cluster at `url`.
+    pub async fn pending_faults(&self, url: &str) -> Vec<Value> {
+        let answer = get(&self.http, url, "/_sim/faults").await.expect("faults");
+        answer["faults"].as_array().cloned().unwrap_or_default()
+    }
+
+    /// Forgets the faults queued in the cluster at `url`.
+    pub async fn clear_faults(&self, url: &str) {
+        delete(&self.http, url, "/_sim/faults").await;
+    }
+}
+
+/// The value of the metric sample `name{labels}` (labels exactly as rendered, e.g.
+/// `cluster="member2",reason="unauthorized"`).
+pub fn labelled_metric(text: &str, name: &str, labels: &str) -> Option<f64> {
+    let prefix = format!("{name}{{{labels}}} ");
+    text.lines()
+        .find_map(|l| l.strip_prefix(&prefix)?.trim().parse().ok())
 }

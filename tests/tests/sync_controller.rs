@@ -284,8 +284,105 @@ async fn a_provider_change_is_synced_by_the_watch_without_waiting_for_a_resync()
     .await;
     w.await_slices(&w.member2, "member2", &["member1-web-abc"])
         .await;
-    delete(&w.http, &w.member1, &format!("{SLICES}/web-abc")).await;
+    // An update of the provider's slice reaches the copy.
+    let path = format!("{SLICES}/web-abc");
+    let mut changed = get(&w.http, &w.member1, &path).await.unwrap();
+    changed["endpoints"][0]["addresses"] = json!(["10.1.0.8"]);
+    put(&w.http, &w.member1, &path, &changed).await;
+    w.eventually("the copy to carry the new address", || async {
+        let copy = get(&w.http, &w.member2, &format!("{SLICES}/member1-web-abc")).await?;
+        (copy["endpoints"][0]["addresses"] == json!(["10.1.0.8"])).then_some(())
+    })
+    .await;
+    delete(&w.http, &w.member1, &path).await;
     w.await_slices(&w.member2, "member2", &[]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn changing_the_consumers_at_run_time_moves_the_copies() {
+    let w = World::start_full("consumers-change", "1h", &[], true).await;
+    let member3 = w.member3.clone().unwrap();
+    post(
+        &w.http,
+        &w.member1,
+        SLICES,
+        &native_slice("web-abc", "10.1.0.7"),
+    )
+    .await;
+    post(&w.http, &w.hub, MCS, &member1_to_member2()).await;
+    w.await_slices(&w.member2, "member2", &["member1-web-abc"])
+        .await;
+
+    let path = format!("{MCS}/web");
+    let mut object = get(&w.http, &w.hub, &path).await.unwrap();
+    object["spec"]["consumerClusters"] = json!([{"name": "member3"}]);
+    put(&w.http, &w.hub, &path, &object).await;
+    w.await_slices(&member3, "member3", &["member1-web-abc"])
+        .await;
+    w.await_slices(&w.member2, "member2", &[]).await;
+
+    // Empty consumers: every member but the provider itself.
+    let mut object = get(&w.http, &w.hub, &path).await.unwrap();
+    object["spec"]["consumerClusters"] = json!([]);
+    put(&w.http, &w.hub, &path, &object).await;
+    w.await_slices(&w.member2, "member2", &["member1-web-abc"])
+        .await;
+    w.await_slices(&member3, "member3", &["member1-web-abc"])
+        .await;
+    assert_eq!(w.slice_names(&w.member1).await, ["web-abc"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_mcs_no_longer_cross_cluster_withdraws_its_copies_and_releases_its_finalizer() {
+    let w = World::start("not-cross-cluster").await;
+    w.sync_a_slice_from_each_member().await;
+    let path = format!("{MCS}/web");
+    // The webhook makes types immutable; the controller must still cope with a store that
+    // did not (or with the object being re-created).
+    let mut object = get(&w.http, &w.hub, &path).await.unwrap();
+    object["spec"]["types"] = json!(["LoadBalancer"]);
+    put(&w.http, &w.hub, &path, &object).await;
+    w.await_slices(&w.member1, "member1", &["web-a"]).await;
+    w.await_slices(&w.member2, "member2", &["web-b"]).await;
+    w.eventually("the finalizer to be released", || async {
+        let o = get(&w.http, &w.hub, &path).await?;
+        let ours = o["metadata"]["finalizers"]
+            .as_array()
+            .is_some_and(|f| f.iter().any(|f| f == FINALIZER));
+        (!ours).then_some(())
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_invalid_mcs_is_marked_not_valid_and_not_synced() {
+    let w = World::start("invalid").await;
+    post(
+        &w.http,
+        &w.member1,
+        SLICES,
+        &native_slice("web-abc", "10.1.0.7"),
+    )
+    .await;
+    let mut object = member1_to_member2();
+    object["spec"]["ports"] = json!([{"name": "foo.withdot", "port": 80}]);
+    post(&w.http, &w.hub, MCS, &object).await;
+
+    let valid = w
+        .eventually("Valid=False", || async {
+            let c = w.condition("Valid").await?;
+            (c["status"] == "False").then_some(c)
+        })
+        .await;
+    assert_eq!(valid["reason"], "ValidationFailed");
+    assert_eq!(
+        valid["message"],
+        r#"spec.ports[0].name: Invalid value: "foo.withdot": must not contain dots"#
+    );
+    // Several passes later (200ms resyncs), still nothing dispatched.
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert!(w.slice_names(&w.member2).await.is_empty());
+    assert!(w.condition("EndpointSliceDispatched").await.is_none());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -382,6 +479,13 @@ async fn a_missing_template_fails_service_applied_but_slices_are_still_dispatche
             .await
             .is_none()
     );
+
+    // The template appears: the hub Service watch brings it to the members.
+    let ports = json!([{"name": "http", "port": 80}]);
+    post(&w.http, &w.hub, SERVICES, &service(ports.clone())).await;
+    w.await_service_applied("True").await;
+    w.await_service_ports(&w.member1, "member1", &ports).await;
+    w.await_service_ports(&w.member2, "member2", &ports).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -436,4 +540,59 @@ async fn an_unknown_provider_is_reported_by_one_cluster_not_found_event() {
         1,
         "exactly one ClusterNotFound event"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_copy_deleted_by_hand_is_put_back_at_once() {
+    // No resync after the first pass: the watch on the consumer's copies repairs it.
+    let w = World::start_with("deleted-by-hand", "1h").await;
+    post(
+        &w.http,
+        &w.member1,
+        SLICES,
+        &native_slice("web-abc", "10.1.0.7"),
+    )
+    .await;
+    post(&w.http, &w.hub, MCS, &member1_to_member2()).await;
+    w.await_slices(&w.member2, "member2", &["member1-web-abc"])
+        .await;
+    let copy = format!("{SLICES}/member1-web-abc");
+    let before = get(&w.http, &w.member2, &copy).await.unwrap();
+
+    delete(&w.http, &w.member2, &copy).await;
+    let after = w
+        .eventually("the copy to be back", || async {
+            get(&w.http, &w.member2, &copy).await
+        })
+        .await;
+    assert_ne!(
+        after["metadata"]["uid"], before["metadata"]["uid"],
+        "re-created"
+    );
+    assert_eq!(after["endpoints"], before["endpoints"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_resync_repairs_a_copy_changed_by_hand() {
+    let w = World::start_with("changed-by-hand", "500ms").await;
+    post(
+        &w.http,
+        &w.member1,
+        SLICES,
+        &native_slice("web-abc", "10.1.0.7"),
+    )
+    .await;
+    post(&w.http, &w.hub, MCS, &member1_to_member2()).await;
+    w.await_slices(&w.member2, "member2", &["member1-web-abc"])
+        .await;
+    let path = format!("{SLICES}/member1-web-abc");
+    let mut copy = get(&w.http, &w.member2, &path).await.unwrap();
+    copy["endpoints"][0]["addresses"] = json!(["192.0.2.66"]);
+    put(&w.http, &w.member2, &path, &copy).await;
+
+    w.eventually("the copy to carry the provider's address again", || async {
+        let copy = get(&w.http, &w.member2, &path).await?;
+        (copy["endpoints"][0]["addresses"] == json!(["10.1.0.7"])).then_some(())
+    })
+    .await;
 }

@@ -49,6 +49,11 @@ async fn post_cluster(w: &World, name: &str, mode: &str, url: &str, ready: Optio
 
 /// Starts `mcs-policy sync --karmada-clusters` with a kubeconfig that knows only the hub.
 fn spawn_karmada_sync(w: &mut World) -> usize {
+    spawn_karmada_sync_every(w, "200ms")
+}
+
+/// [`spawn_karmada_sync`] resyncing every `resync`.
+fn spawn_karmada_sync_every(w: &mut World, resync: &str) -> usize {
     let kubeconfig = write_kubeconfig(&w.dir, &[("hub", w.hub.as_str())]);
     let args: Vec<String> = [
         "sync",
@@ -58,7 +63,7 @@ fn spawn_karmada_sync(w: &mut World) -> usize {
         "hub",
         "--karmada-clusters",
         "--resync-interval",
-        "200ms",
+        resync,
     ]
     .iter()
     .map(|s| s.to_string())
@@ -279,4 +284,44 @@ async fn a_rotated_secret_gives_the_member_a_new_client() {
     .await;
     await_slices_with_token(&w, &secure, "new", &["member1-web-a"]).await;
     w.await_dispatched("True", "dispatched successfully").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_a_rotation_the_members_watch_uses_the_new_client() {
+    let (_secure_sim, secure) = kube_sim_with("secure", &["--token", "new"]);
+    let mut w = karmada_world("karmada-rotate-watch", false).await;
+    let member1 = w.member1.clone();
+    join(&w, "member1", "Push", &member1, "t1", Some("True")).await;
+    join(&w, "secure", "Push", &secure, "old", Some("True")).await;
+    // Only the first pass at start: later changes arrive through watches alone.
+    spawn_karmada_sync_every(&mut w, "1h");
+    let from_secure = mcs(json!({
+        "providerClusters": [{"name": "secure"}],
+        "consumerClusters": [{"name": "member1"}],
+    }));
+    post(&w.http, &w.hub, MCS, &from_secure).await;
+    w.await_dispatched("False", "secure").await;
+
+    let rotated = karmada_secret("secure", "new", Some(&ca_bundle()));
+    put(
+        &w.http,
+        &w.hub,
+        &format!("{KARMADA_SECRETS}/secure"),
+        &rotated,
+    )
+    .await;
+    // A retry after the membership refresh (every 2s) reads `secure` with the new client and
+    // succeeds; from then on nothing is retried, so only a watch through the new client can
+    // report the slice made next.
+    w.await_dispatched("True", "successfully").await;
+    let resp = w
+        .http
+        .post(format!("{secure}{SLICES}"))
+        .bearer_auth("new")
+        .json(&native_slice("web-s", "10.7.0.1"))
+        .send()
+        .await
+        .unwrap();
+    assert!(resp.status().is_success(), "{}", resp.status());
+    w.await_slices(&member1, "member1", &["secure-web-s"]).await;
 }

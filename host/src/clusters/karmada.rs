@@ -11,23 +11,26 @@
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::sync::Mutex;
+use std::time::Duration;
 
 use base64::Engine as _;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind, ListParams};
 use kube::config::{KubeConfigOptions, Kubeconfig, KubeconfigError};
-use kube::{Api, Client, Config};
+use kube::{Api, Config};
 use serde::Deserialize;
 use serde_json::json;
 
+use super::api_error::chain;
 use super::{ClientOptions, Cluster, ClusterError, Membership, Registry, build_client};
+use crate::engine::PolicyEngine;
 
 /// The Secret key of the bearer token (Karmada's `SecretTokenKey`).
 const TOKEN_KEY: &str = "token";
 /// The Secret key of the PEM CA bundle (Karmada's `SecretCADataKey`).
 const CA_KEY: &str = "caBundle";
-/// The longest cluster name (SPEC §2.3.4).
-const CLUSTER_NAME_MAX: usize = 48;
+/// Time budget of the policy's cluster-name check (a few microseconds of work).
+const NAME_CHECK_BUDGET: Duration = Duration::from_secs(1);
 /// The context name of the in-memory kubeconfig a member's client is built from.
 const CONTEXT: &str = "karmada-member";
 
@@ -43,6 +46,8 @@ pub struct Karmada {
     /// `--member` names: when not empty, only these clusters are members.
     only: Vec<String>,
     options: ClientOptions,
+    /// The policy component: which names can name a cluster is its rule.
+    policy: PolicyEngine,
     memory: Mutex<Memory>,
 }
 
@@ -53,13 +58,13 @@ enum SecretError {
 }
 
 /// One Cluster object this pass: a member with its client, or why not.
-type Outcome = Result<(Target, Client), Skip>;
+type Outcome = Result<(Target, Cluster), Skip>;
 
 /// What the source keeps between passes.
 #[derive(Default)]
 struct Memory {
     /// Clients by cluster name, with what they were built from.
-    clients: HashMap<String, (Fingerprint, Client)>,
+    clients: HashMap<String, (Fingerprint, Cluster)>,
     /// Why each cluster was last left out, as logged (logged again only when it changes).
     skipped: HashMap<String, Skip>,
     /// The members of the last pass and whether they were ready.
@@ -67,12 +72,19 @@ struct Memory {
 }
 
 impl Karmada {
-    /// The source for `hub`; `only`, when not empty, restricts the members to those names.
-    pub fn new(hub: Cluster, only: Vec<String>, options: ClientOptions) -> Self {
+    /// The source for `hub`; `only`, when not empty, restricts the members to those names;
+    /// `policy` says which names are cluster names.
+    pub fn new(
+        hub: Cluster,
+        only: Vec<String>,
+        options: ClientOptions,
+        policy: PolicyEngine,
+    ) -> Self {
         Karmada {
             hub,
             only,
             options,
+            policy,
             memory: Mutex::new(Memory::default()),
         }
     }
@@ -83,6 +95,7 @@ impl Karmada {
         hub: &str,
         only: &[String],
         options: &ClientOptions,
+        policy: PolicyEngine,
     ) -> Result<Self, ClusterError> {
         let shown = path.display().to_string();
         let kubeconfig = super::read_kubeconfig(path)?;
@@ -93,7 +106,7 @@ impl Karmada {
             });
         }
         let hub = super::cluster(&kubeconfig, hub, options).await?;
-        Ok(Karmada::new(hub, only.to_vec(), options.clone()))
+        Ok(Karmada::new(hub, only.to_vec(), options.clone(), policy))
     }
 
     /// The hub.
@@ -116,8 +129,9 @@ impl Karmada {
         let mut outcomes = Vec::with_capacity(objects.len());
         for object in &objects {
             let name = object.metadata.name.clone().unwrap_or_default();
-            let outcome = match decide(object, &self.only) {
-                Ok(target) => self.connect(&target).await.map(|client| (target, client)),
+            let name_problem = |name: &str| name_problem(&self.policy, name);
+            let outcome = match decide(object, &self.only, name_problem) {
+                Ok(target) => self.connect(&target).await.map(|cluster| (target, cluster)),
                 Err(Skip::NotSelected) => continue,
                 Err(skip) => Err(skip),
             };
@@ -134,8 +148,9 @@ impl Karmada {
         Ok(self.record(outcomes))
     }
 
-    /// A client for `target`: the cached one while its fingerprint holds, else a new one.
-    async fn connect(&self, target: &Target) -> Result<Client, Skip> {
+    /// The member `target` with a client: the cached one while its fingerprint holds, else a
+    /// new one (with a new [`Cluster::client_id`]).
+    async fn connect(&self, target: &Target) -> Result<Cluster, Skip> {
         let secret = match self.secret(&target.secret).await {
             Ok(secret) => secret,
             // A hub that does not answer now says nothing about the member: keep its client
@@ -148,8 +163,8 @@ impl Karmada {
             Err(SecretError::Final(skip)) => return Err(skip),
         };
         let print = fingerprint(target, &secret);
-        if let Some(client) = self.cached(&target.name, Some(&print)) {
-            return Ok(client);
+        if let Some(cluster) = self.cached(&target.name, Some(&print)) {
+            return Ok(cluster);
         }
         let connection = connection(target, &secret)?;
         let config = config(&connection)
@@ -158,19 +173,20 @@ impl Karmada {
         let client =
             build_client(config, &self.options).map_err(|err| Skip::Client(chain(&err)))?;
         tracing::info!(cluster = %target.name, server = %connection.server, "built a client for the karmada cluster");
+        let cluster = Cluster::new(target.name.clone(), client);
         if let Ok(mut memory) = self.memory.lock() {
             memory
                 .clients
-                .insert(target.name.clone(), (print, client.clone()));
+                .insert(target.name.clone(), (print, cluster.clone()));
         }
-        Ok(client)
+        Ok(cluster)
     }
 
-    /// The cached client of `name`, if its fingerprint is `print` (any, when `None`).
-    fn cached(&self, name: &str, print: Option<&Fingerprint>) -> Option<Client> {
+    /// The cached member `name`, if its fingerprint is `print` (any, when `None`).
+    fn cached(&self, name: &str, print: Option<&Fingerprint>) -> Option<Cluster> {
         let memory = self.memory.lock().ok()?;
-        let (cached, client) = memory.clients.get(name)?;
-        print.is_none_or(|p| p == cached).then(|| client.clone())
+        let (cached, cluster) = memory.clients.get(name)?;
+        print.is_none_or(|p| p == cached).then(|| cluster.clone())
     }
 
     /// The Secret `reference` points at, from the hub.
@@ -219,14 +235,14 @@ impl Karmada {
         let mut skipped = HashSet::new();
         for (name, outcome) in outcomes {
             match outcome {
-                Ok((target, client)) => {
+                Ok((target, cluster)) => {
                     memory.skipped.remove(&name);
                     log_member(&name, memory.members.get(&name).copied(), target.ready);
                     if target.ready {
                         ready.push(name.clone());
                     }
                     present.insert(name.clone());
-                    members.push(Cluster { name, client });
+                    members.push(cluster);
                 }
                 Err(skip) => {
                     skipped.insert(name.clone());
@@ -367,8 +383,13 @@ struct Condition {
     status: String,
 }
 
-/// What the Cluster `object` means for the membership (`only`: the `--member` names).
-pub fn decide(object: &DynamicObject, only: &[String]) -> Result<Target, Skip> {
+/// What the Cluster `object` means for the membership (`only`: the `--member` names;
+/// `name_problem`: why a name cannot name a cluster, see [`name_problem`]).
+pub fn decide(
+    object: &DynamicObject,
+    only: &[String],
+    name_problem: impl Fn(&str) -> Option<String>,
+) -> Result<Target, Skip> {
     let name = object.metadata.name.clone().unwrap_or_default();
     if !only.is_empty() && !only.contains(&name) {
         return Err(Skip::NotSelected);
@@ -382,7 +403,7 @@ pub fn decide(object: &DynamicObject, only: &[String]) -> Result<Target, Skip> {
         "Pull" => return Err(Skip::Pull),
         other => return Err(Skip::UnknownMode(other.to_string())),
     }
-    if let Some(problem) = cluster_name_problem(&name) {
+    if let Some(problem) = name_problem(&name) {
         return Err(Skip::InvalidName(problem));
     }
     if spec.api_endpoint.is_empty() {
@@ -414,22 +435,15 @@ fn is_ready(object: &DynamicObject) -> bool {
     })
 }
 
-/// Why `name` cannot name a cluster (SPEC §2.3.4: the names MCS `providerClusters` and
-/// `consumerClusters` use, and the prefix of every copied slice's name). Karmada's API
-/// enforces the same on its Cluster objects; this guards the controller against stores that
-/// do not.
-fn cluster_name_problem(name: &str) -> Option<String> {
-    if name.is_empty() {
-        return Some("must be not empty".to_string());
-    }
-    if name.len() > CLUSTER_NAME_MAX {
-        return Some(format!(
-            "must be no more than {CLUSTER_NAME_MAX} characters"
-        ));
-    }
-    let allowed = |b: u8| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-';
-    let label = name.bytes().all(allowed) && !name.starts_with('-') && !name.ends_with('-');
-    (!label).then(|| "must be a lowercase RFC 1123 label".to_string())
+/// Why `name` cannot name a cluster, as the policy component says (WIT
+/// `cluster-name-problem`, SPEC §2.3.4: the names MCS `providerClusters` and `consumerClusters`
+/// use, and the prefix of every copied slice's name). Karmada's API enforces the same on its
+/// Cluster objects; this guards the controller against stores that do not. A component that
+/// gives no answer leaves the cluster out too, saying so.
+pub fn name_problem(policy: &PolicyEngine, name: &str) -> Option<String> {
+    policy
+        .cluster_name_problem(name, NAME_CHECK_BUDGET)
+        .unwrap_or_else(|err| Some(format!("the policy component gave no answer: {err}")))
 }
 
 /// How to reach a member: what its client is built from.
@@ -551,18 +565,6 @@ pub enum ConfigError {
     NoCertificate,
 }
 
-/// `err` and its sources, joined with `: `.
-fn chain(err: &dyn std::error::Error) -> String {
-    let mut text = err.to_string();
-    let mut source = err.source();
-    while let Some(next) = source {
-        text.push_str(": ");
-        text.push_str(&next.to_string());
-        source = next.source();
-    }
-    text
-}
-
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeMap;
@@ -571,6 +573,11 @@ mod tests {
     use serde_json::Value;
 
     use super::*;
+
+    /// Every name is a cluster name (for tests of the other rules).
+    fn valid(_: &str) -> Option<String> {
+        None
+    }
 
     /// A Cluster object `name` with `spec` and, if given, a `Ready` condition of `ready`.
     fn cluster(name: &str, spec: Value, ready: Option<&str>) -> DynamicObject {
@@ -616,7 +623,7 @@ mod tests {
         let mut spec = push("https://10.0.0.1:6443");
         spec["insecureSkipTLSVerification"] = json!(true);
         spec["proxyURL"] = json!("socks5://proxy:1080");
-        let target = decide(&cluster("member1", spec, Some("True")), &[]).unwrap();
+        let target = decide(&cluster("member1", spec, Some("True")), &[], valid).unwrap();
         assert_eq!(
             target,
             Target {
@@ -635,14 +642,14 @@ mod tests {
 
     #[test]
     fn ready_follows_the_ready_condition_only() {
-        let member = |ready| decide(&cluster("m", push("https://m"), ready), &[]).unwrap();
+        let member = |ready| decide(&cluster("m", push("https://m"), ready), &[], valid).unwrap();
         assert!(member(Some("True")).ready);
         assert!(!member(Some("False")).ready);
         assert!(!member(Some("Unknown")).ready);
         assert!(!member(None).ready);
         let mut other = cluster("m", push("https://m"), None);
         other.data["status"] = json!({"conditions": [{"type": "Healthy", "status": "True"}]});
-        assert!(!decide(&other, &[]).unwrap().ready);
+        assert!(!decide(&other, &[], valid).unwrap().ready);
     }
 
     #[test]
@@ -650,7 +657,7 @@ mod tests {
         let mut spec = push("https://m");
         spec["syncMode"] = json!("Pull");
         assert_eq!(
-            decide(&cluster("m", spec, Some("True")), &[]),
+            decide(&cluster("m", spec, Some("True")), &[], valid),
             Err(Skip::Pull)
         );
     }
@@ -660,12 +667,12 @@ mod tests {
         let mut spec = push("https://m");
         spec["syncMode"] = json!("Both");
         assert_eq!(
-            decide(&cluster("m", spec, None), &[]),
+            decide(&cluster("m", spec, None), &[], valid),
             Err(Skip::UnknownMode("Both".into()))
         );
         let spec = json!({"apiEndpoint": "https://m"});
         assert_eq!(
-            decide(&cluster("m", spec, None), &[]),
+            decide(&cluster("m", spec, None), &[], valid),
             Err(Skip::UnknownMode(String::new()))
         );
     }
@@ -674,29 +681,39 @@ mod tests {
     fn clusters_without_endpoint_or_secret_are_not_members() {
         let mut spec = push("");
         assert_eq!(
-            decide(&cluster("m", spec.clone(), None), &[]),
+            decide(&cluster("m", spec.clone(), None), &[], valid),
             Err(Skip::NoEndpoint)
         );
         spec["apiEndpoint"] = json!("https://m");
         spec["secretRef"] = json!({"name": "m"});
-        assert_eq!(decide(&cluster("m", spec, None), &[]), Err(Skip::NoSecret));
+        assert_eq!(
+            decide(&cluster("m", spec, None), &[], valid),
+            Err(Skip::NoSecret)
+        );
     }
 
     #[test]
     fn a_spec_of_the_wrong_shape_is_not_a_member() {
         let spec = json!({"syncMode": "Push", "apiEndpoint": 6443});
         assert!(matches!(
-            decide(&cluster("m", spec, None), &[]),
+            decide(&cluster("m", spec, None), &[], valid),
             Err(Skip::Malformed(_))
         ));
     }
 
     #[test]
     fn names_must_be_cluster_names() {
-        let bad = |name: &str| decide(&cluster(name, push("https://m"), None), &[]);
+        let policy = PolicyEngine::embedded(Default::default()).unwrap();
+        let rule = |name: &str| name_problem(&policy, name);
+        let bad = |name: &str| decide(&cluster(name, push("https://m"), None), &[], rule);
         assert!(matches!(bad("Member1"), Err(Skip::InvalidName(_))));
         assert!(matches!(bad("member.one"), Err(Skip::InvalidName(_))));
-        assert!(matches!(bad(&"a".repeat(49)), Err(Skip::InvalidName(_))));
+        assert_eq!(
+            bad(&"a".repeat(49)),
+            Err(Skip::InvalidName(
+                "must be no more than 48 characters".into()
+            ))
+        );
         assert!(bad(&"a".repeat(48)).is_ok());
     }
 
@@ -704,15 +721,15 @@ mod tests {
     fn member_flags_restrict_the_members() {
         let only = ["member2".to_string()];
         let object = cluster("member1", push("https://m"), Some("True"));
-        assert_eq!(decide(&object, &only), Err(Skip::NotSelected));
+        assert_eq!(decide(&object, &only, valid), Err(Skip::NotSelected));
         let object = cluster("member2", push("https://m"), Some("True"));
-        assert!(decide(&object, &only).is_ok());
+        assert!(decide(&object, &only, valid).is_ok());
     }
 
     fn target(endpoint: &str, insecure: bool) -> Target {
         let mut spec = push(endpoint);
         spec["insecureSkipTLSVerification"] = json!(insecure);
-        decide(&cluster("member1", spec, Some("True")), &[]).unwrap()
+        decide(&cluster("member1", spec, Some("True")), &[], valid).unwrap()
     }
 
     #[test]

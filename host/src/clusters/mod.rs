@@ -3,10 +3,12 @@
 //! contexts of one kubeconfig, fixed at start ([`Source::Fixed`]), or Karmada's Cluster
 //! objects in the hub, re-read every pass ([`Source::Karmada`], see [`karmada`]).
 
+pub mod api_error;
 mod client;
 pub mod karmada;
 
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use kube::config::{KubeConfigOptions, Kubeconfig, KubeconfigError};
@@ -52,6 +54,22 @@ pub enum ClusterError {
 pub struct Cluster {
     pub name: String,
     pub client: Client,
+    /// Which client this is, unique in the process: a member whose client is rebuilt (a
+    /// rotated Karmada secret, a moved endpoint) gets a new id, so what holds the old client
+    /// (its watch) knows to start again.
+    pub client_id: u64,
+}
+
+impl Cluster {
+    /// `name` reached through `client`, with a new [`Cluster::client_id`].
+    pub fn new(name: String, client: Client) -> Cluster {
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        Cluster {
+            name,
+            client,
+            client_id: NEXT.fetch_add(1, Ordering::Relaxed),
+        }
+    }
 }
 
 /// Where the member clusters come from.
@@ -76,6 +94,14 @@ impl Source {
         match self {
             Source::Fixed(registry) => &registry.hub,
             Source::Karmada(karmada) => karmada.hub(),
+        }
+    }
+
+    /// Why a member that is not ready is not, in this source's terms.
+    pub fn not_ready(&self) -> &'static str {
+        match self {
+            Source::Fixed(_) => "its API does not answer",
+            Source::Karmada(_) => "its Karmada Cluster's Ready condition is not True",
         }
     }
 
@@ -200,8 +226,5 @@ async fn cluster(
         context: context.to_string(),
         source: Box::new(source),
     })?;
-    Ok(Cluster {
-        name: context.to_string(),
-        client,
-    })
+    Ok(Cluster::new(context.to_string(), client))
 }

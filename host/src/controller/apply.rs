@@ -1,12 +1,15 @@
 //! The *apply/prune* step: server-side apply of copies, deletion of stale copies, and the
 //! finalizer on the MultiClusterService.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::api::{DeleteParams, DynamicObject, Patch, PatchParams};
 use kube::{Api, Client};
 use serde_json::json;
 
 use super::read::{mcs_resource, object_name};
+use super::retry::on_conflict;
 use crate::engine::{convert, types};
 
 /// The finalizer that lets the controller remove copies before an MCS goes (SPEC §4.10).
@@ -50,19 +53,17 @@ pub async fn apply_copy(
     let (namespace, name) = (copy.namespace.clone(), copy.name.clone());
     let api: Api<EndpointSlice> = Api::namespaced(client.clone(), &namespace);
     let object = convert::slice_from_wit(copy);
-    api.patch(
-        &name,
-        &PatchParams::apply(field_manager).force(),
-        &Patch::Apply(&object),
-    )
-    .await
-    .map(|applied| applied.metadata.resource_version)
-    .map_err(|source| ApplyError::Apply {
-        cluster: cluster.to_string(),
-        namespace,
-        name,
-        source: Box::new(source),
-    })
+    let params = PatchParams::apply(field_manager).force();
+    let patch = Patch::Apply(&object);
+    on_conflict(|| api.patch(&name, &params, &patch))
+        .await
+        .map(|applied| applied.metadata.resource_version)
+        .map_err(|source| ApplyError::Apply {
+            cluster: cluster.to_string(),
+            namespace,
+            name,
+            source: Box::new(source),
+        })
 }
 
 /// Deletes `namespace/name` from `cluster`; already gone counts as done.
@@ -95,12 +96,49 @@ pub fn has_finalizer(mcs: &DynamicObject) -> bool {
 }
 
 /// Adds (`present`) or removes our finalizer, keeping the others. Conditional on the
-/// resourceVersion read, so a concurrent change of the list is never lost (the next pass retries).
+/// resourceVersion read, so a concurrent change of the list is never lost: on 409 Conflict the
+/// MCS is read again and the change made on what it holds now.
 pub async fn set_finalizer(
     hub: &Client,
     mcs: &DynamicObject,
     present: bool,
 ) -> Result<(), ApplyError> {
+    let api: Api<DynamicObject> = Api::namespaced_with(
+        hub.clone(),
+        mcs.metadata.namespace.as_deref().unwrap_or_default(),
+        &mcs_resource(),
+    );
+    let name = mcs.metadata.name.as_deref().unwrap_or_default();
+    let first = AtomicBool::new(true);
+    on_conflict(|| async {
+        let fresh;
+        let current = if first.swap(false, Ordering::Relaxed) {
+            mcs
+        } else {
+            fresh = api.get(name).await?;
+            &fresh
+        };
+        if has_finalizer(current) == present {
+            return Ok(());
+        }
+        api.patch(
+            name,
+            &PatchParams::default(),
+            &Patch::Merge(&finalizer_patch(current, present)),
+        )
+        .await
+        .map(drop)
+    })
+    .await
+    .map_err(|source| ApplyError::Finalizer {
+        object: object_name(mcs),
+        source: Box::new(source),
+    })
+}
+
+/// The merge patch that sets `mcs`'s finalizers with (`present`) or without ours, conditional
+/// on its resourceVersion.
+fn finalizer_patch(mcs: &DynamicObject, present: bool) -> serde_json::Value {
     let mut finalizers: Vec<String> = mcs
         .metadata
         .finalizers
@@ -112,24 +150,8 @@ pub async fn set_finalizer(
     if present {
         finalizers.push(FINALIZER.to_string());
     }
-    let patch = json!({"metadata": {
+    json!({"metadata": {
         "finalizers": finalizers,
         "resourceVersion": mcs.metadata.resource_version,
-    }});
-    let api: Api<DynamicObject> = Api::namespaced_with(
-        hub.clone(),
-        mcs.metadata.namespace.as_deref().unwrap_or_default(),
-        &mcs_resource(),
-    );
-    api.patch(
-        mcs.metadata.name.as_deref().unwrap_or_default(),
-        &PatchParams::default(),
-        &Patch::Merge(&patch),
-    )
-    .await
-    .map(drop)
-    .map_err(|source| ApplyError::Finalizer {
-        object: object_name(mcs),
-        source: Box::new(source),
-    })
+    }})
 }

@@ -32,6 +32,8 @@ pub enum EventError {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Seen {
     pub unknown: BTreeSet<String>,
+    /// `APIIncompatible` messages: clusters that do not serve EndpointSlices.
+    pub incompatible: BTreeSet<String>,
     pub service_applied: Option<bool>,
     pub dispatched: Option<bool>,
 }
@@ -71,6 +73,13 @@ pub fn due(
             }
         }
     }
+    for message in now.incompatible.difference(&seen.incompatible) {
+        out.push(Note {
+            warning: true,
+            reason: "APIIncompatible",
+            message: message.clone(),
+        });
+    }
     if now.service_applied != seen.service_applied {
         out.push(match service_error {
             None => Note {
@@ -100,6 +109,12 @@ pub fn due(
         });
     }
     out
+}
+
+/// The `APIIncompatible` message of a `role` (`Provider`, `Consumer`) cluster that does not
+/// serve `discovery.k8s.io/v1` EndpointSlices (Karmada's wording).
+pub fn incompatible(role: &str, cluster: &str) -> String {
+    format!("{role} cluster {cluster} does not support EndpointSlice")
 }
 
 /// Writes `note` as a core v1 Event about `mcs` in its namespace of the hub.
@@ -154,6 +169,7 @@ mod tests {
     fn only_changes_are_reported() {
         let now = Seen {
             unknown: BTreeSet::from(["ghost".to_string()]),
+            incompatible: BTreeSet::from([incompatible("Consumer", "old")]),
             service_applied: Some(false),
             dispatched: Some(true),
         };
@@ -170,11 +186,36 @@ mod tests {
             reasons,
             [
                 "ClusterNotFound",
+                "APIIncompatible",
                 "SyncServiceFailed",
                 "DispatchEndpointSliceSucceed"
             ]
         );
         assert_eq!(first[0].message, "Provider cluster ghost is not found");
         assert!(due(&now, &now, &["ghost".into()], &[], Some("boom"), None).is_empty());
+    }
+
+    #[test]
+    fn a_cluster_without_endpointslices_is_reported_once_when_it_appears() {
+        let before = Seen {
+            incompatible: BTreeSet::from([incompatible("Consumer", "old")]),
+            ..Seen::default()
+        };
+        let now = Seen {
+            incompatible: BTreeSet::from([
+                incompatible("Consumer", "old"),
+                incompatible("Provider", "m2"),
+            ]),
+            ..Seen::default()
+        };
+        let notes = due(&before, &now, &[], &[], None, None);
+        assert_eq!(
+            notes,
+            [Note {
+                warning: true,
+                reason: "APIIncompatible",
+                message: "Provider cluster m2 does not support EndpointSlice".into(),
+            }]
+        );
     }
 }

@@ -17,12 +17,15 @@ use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 use tokio::net::TcpListener;
 
+use crate::clusters::api_error::Kind;
+
 type Labels = Vec<(&'static str, String)>;
 
 /// The controller's counters.
 pub struct Metrics {
     registry: Registry,
     passes: Counter,
+    reconciles: Counter,
     applied: Counter,
     deleted: Counter,
     cluster_errors: Family<Labels, Counter>,
@@ -41,6 +44,7 @@ impl Default for Metrics {
     fn default() -> Self {
         let mut registry = Registry::with_prefix("mcs_policy_sync");
         let passes = Counter::default();
+        let reconciles = Counter::default();
         let applied = Counter::default();
         let deleted = Counter::default();
         let cluster_errors = Family::<Labels, Counter>::default();
@@ -50,6 +54,11 @@ impl Default for Metrics {
             passes.clone(),
         );
         registry.register(
+            "reconciles",
+            "Reconciles of one MultiClusterService (watch events, resyncs and retries)",
+            reconciles.clone(),
+        );
+        registry.register(
             "applied",
             "EndpointSlice copies applied (created or changed)",
             applied.clone(),
@@ -57,7 +66,7 @@ impl Default for Metrics {
         registry.register("deleted", "Stale copies deleted", deleted.clone());
         registry.register(
             "cluster_errors",
-            "Failed steps, by cluster",
+            "Failed steps, by cluster and reason (unauthorized, forbidden, conflict, invalid, throttled, server_error, unreachable, not_found, other_status, other)",
             cluster_errors.clone(),
         );
         // 1ms to ~33s.
@@ -85,6 +94,7 @@ impl Default for Metrics {
             propagation,
             queue_depth,
             passes,
+            reconciles,
             applied,
             deleted,
             cluster_errors,
@@ -95,6 +105,10 @@ impl Default for Metrics {
 impl Metrics {
     pub fn pass(&self) {
         self.passes.inc();
+    }
+
+    pub fn reconcile(&self) {
+        self.reconciles.inc();
     }
 
     pub fn applied(&self, n: usize) {
@@ -121,10 +135,13 @@ impl Metrics {
         self.leader.set(i64::from(leading));
     }
 
-    pub fn cluster_error(&self, cluster: &str) {
-        self.cluster_errors
-            .get_or_create(&vec![("cluster", cluster.to_string())])
-            .inc();
+    /// One failed step against `cluster`, of `kind`.
+    pub fn cluster_error(&self, cluster: &str, kind: Kind) {
+        let labels = vec![
+            ("cluster", cluster.to_string()),
+            ("reason", kind.label().to_string()),
+        ];
+        self.cluster_errors.get_or_create(&labels).inc();
     }
 
     /// The Prometheus text exposition.
@@ -170,12 +187,19 @@ mod tests {
         let m = Metrics::default();
         m.pass();
         m.applied(2);
-        m.cluster_error("member1");
+        m.reconcile();
+        m.cluster_error("member1", Kind::Unauthorized);
         let text = m.render();
         assert!(text.contains("mcs_policy_sync_passes_total 1"), "{text}");
         assert!(text.contains("mcs_policy_sync_applied_total 2"), "{text}");
         assert!(
-            text.contains("mcs_policy_sync_cluster_errors_total{cluster=\"member1\"} 1"),
+            text.contains("mcs_policy_sync_reconciles_total 1"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "mcs_policy_sync_cluster_errors_total{cluster=\"member1\",reason=\"unauthorized\"} 1"
+            ),
             "{text}"
         );
     }

@@ -13,6 +13,7 @@ pub mod plan;
 pub mod queue;
 pub mod read;
 pub mod reconcile;
+pub mod retry;
 pub mod service;
 pub mod stale;
 pub mod status;
@@ -26,6 +27,7 @@ use std::time::Duration;
 use kube::Api;
 use kube::api::DynamicObject;
 
+use crate::clusters::api_error::{classify, kind_of};
 use crate::clusters::karmada::Karmada;
 use crate::clusters::{ClientOptions, ClusterError, Membership, Registry, Source};
 use crate::config::EngineArgs;
@@ -133,6 +135,8 @@ pub struct Context {
     pub unreadable: stale::Memory,
     /// The controller's counters.
     pub metrics: Arc<metrics::Metrics>,
+    /// Why a member that is not ready is not, in the terms of the cluster source.
+    pub not_ready: &'static str,
 }
 
 /// Runs the controller until `shutdown` resolves.
@@ -148,8 +152,14 @@ pub async fn run(args: SyncArgs, shutdown: impl Future<Output = ()>) -> Result<(
     // The members: the kubeconfig's other contexts, or Karmada's Cluster objects in the hub.
     let source = if args.karmada_clusters {
         Source::Karmada(
-            Karmada::from_kubeconfig(&args.kubeconfig, &args.hub, &args.members, &client_options)
-                .await?,
+            Karmada::from_kubeconfig(
+                &args.kubeconfig,
+                &args.hub,
+                &args.members,
+                &client_options,
+                engine.clone(),
+            )
+            .await?,
         )
     } else {
         Source::Fixed(
@@ -180,6 +190,7 @@ pub async fn run(args: SyncArgs, shutdown: impl Future<Output = ()>) -> Result<(
         stale_timeout: args.stale_endpoint_timeout,
         unreadable: stale::Memory::default(),
         metrics: Arc::new(metrics::Metrics::default()),
+        not_ready: source.not_ready(),
     };
     let (stop_metrics, stopped) = tokio::sync::oneshot::channel::<()>();
     let server = match args.metrics_listen {
@@ -322,7 +333,7 @@ async fn resync(ctx: &Context, queue: &Queue) {
     let all = match read::list_mcs(&hub.client, &hub.name).await {
         Ok(all) => all,
         Err(err) => {
-            ctx.metrics.cluster_error(&hub.name);
+            ctx.metrics.cluster_error(&hub.name, classify(&err));
             return tracing::warn!(error = %chain(&err), "cannot read the hub");
         }
     };
@@ -350,55 +361,66 @@ async fn work(base: Context, queue: Arc<Queue>, membership: Arc<RwLock<Membershi
             registry,
             ..base.clone()
         };
-        reconcile_key(&ctx, &key, &ready).await;
+        let synced = reconcile_key(&ctx, &key, &ready).await;
         if let queue::Cause::Change(seen) = cause {
             ctx.metrics.propagated(seen.elapsed());
         }
         queue.done(&key);
+        if synced {
+            queue.forget(&key);
+        } else {
+            let wait = queue.retry_later(&key);
+            tracing::debug!(mcs = %key, ?wait, "retrying after a failure");
+        }
     }
 }
 
 /// Reads the MCS `key` from the hub and reconciles it; gone means nothing to do (the
-/// finalizer kept it until its copies were withdrawn).
-pub async fn reconcile_key(ctx: &Context, key: &str, ready: &[String]) {
+/// finalizer kept it until its copies were withdrawn). Returns whether every step succeeded
+/// (otherwise the key is retried after a backoff).
+pub async fn reconcile_key(ctx: &Context, key: &str, ready: &[String]) -> bool {
     let hub = &ctx.registry.hub;
     let Some((namespace, name)) = key.split_once('/') else {
-        return;
+        return true;
     };
+    ctx.metrics.reconcile();
     let resource = read::mcs_resource();
     let api: Api<DynamicObject> = Api::namespaced_with(hub.client.clone(), namespace, &resource);
     let mut mcs = match api.get_opt(name).await {
         Ok(Some(mcs)) => mcs,
-        Ok(None) => return,
+        Ok(None) => return true,
         Err(err) => {
-            ctx.metrics.cluster_error(&hub.name);
-            return tracing::warn!(mcs = key, error = %err, "cannot read the multiclusterservice");
+            ctx.metrics.cluster_error(&hub.name, kind_of(&err));
+            tracing::warn!(mcs = key, error = %chain(&err), "cannot read the multiclusterservice");
+            return false;
         }
     };
     mcs.types = Some(kube::core::TypeMeta {
         api_version: resource.api_version.clone(),
         kind: resource.kind.clone(),
     });
-    let result = reconcile::reconcile(ctx, &mcs, ready).await;
-    match &result {
+    match reconcile::reconcile(ctx, &mcs, ready).await {
         Ok(r) => {
             ctx.metrics.applied(r.applied);
             ctx.metrics.deleted(r.deleted);
-            for cluster in &r.clusters {
-                ctx.metrics.cluster_error(cluster);
+            for (cluster, kind) in &r.failures {
+                ctx.metrics.cluster_error(cluster, *kind);
             }
+            if r.applied + r.deleted > 0 || !r.errors.is_empty() {
+                tracing::info!(
+                    mcs = key,
+                    applied = r.applied,
+                    deleted = r.deleted,
+                    errors = r.errors.len(),
+                    "synced"
+                );
+            }
+            r.succeeded()
         }
-        Err(_) => ctx.metrics.cluster_error(&hub.name),
-    }
-    match result {
-        Ok(r) if r.applied + r.deleted > 0 || !r.errors.is_empty() => tracing::info!(
-            mcs = key,
-            applied = r.applied,
-            deleted = r.deleted,
-            errors = r.errors.len(),
-            "synced"
-        ),
-        Ok(_) => {}
-        Err(err) => tracing::warn!(mcs = key, error = %chain(&err), "sync failed"),
+        Err(err) => {
+            ctx.metrics.cluster_error(&hub.name, classify(&err));
+            tracing::warn!(mcs = key, error = %chain(&err), "sync failed");
+            false
+        }
     }
 }

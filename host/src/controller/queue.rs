@@ -1,11 +1,13 @@
 //! The work queue of the controller, as client-go's workqueue: MultiClusterService keys
 //! (`namespace/name`) waiting for a reconcile. A key is queued at most once however often it
 //! is added, and never handed to two workers at once: added again while a worker has it, it
-//! is queued again when that worker is done, so no change is missed.
+//! is queued again when that worker is done, so no change is missed. A key whose reconcile
+//! failed comes back after a per-key exponential backoff ([`Queue::retry_later`]), as
+//! client-go's rate-limited requeue, instead of waiting for the next resync.
 
 use std::collections::{HashMap, HashSet, VecDeque};
-use std::sync::Mutex;
-use std::time::Instant;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use tokio::sync::Notify;
 
@@ -39,6 +41,19 @@ struct State {
     waiting: HashMap<String, Cause>,
     /// Keys a worker holds now.
     active: HashSet<String>,
+    /// Failed reconciles in a row, per key (reset by [`Queue::forget`]).
+    failures: HashMap<String, u32>,
+}
+
+/// The first retry of a failed key comes after this long; each further failure doubles it.
+pub const RETRY_BASE: Duration = Duration::from_millis(250);
+/// The longest wait before a failed key is retried.
+pub const RETRY_MAX: Duration = Duration::from_secs(60);
+
+/// The wait before retrying a key that has failed `failures` times in a row.
+pub fn backoff(failures: u32) -> Duration {
+    let doublings = failures.saturating_sub(1).min(16);
+    RETRY_BASE.saturating_mul(1 << doublings).min(RETRY_MAX)
 }
 
 /// Keys to reconcile.
@@ -101,6 +116,32 @@ impl Queue {
         }
     }
 
+    /// Queues `key` again after its backoff: one more failure in a row. Returns the wait.
+    pub fn retry_later(self: &Arc<Self>, key: &str) -> Duration {
+        let failures = match self.state.lock() {
+            Ok(mut state) => {
+                let n = state.failures.entry(key.to_string()).or_default();
+                *n = n.saturating_add(1);
+                *n
+            }
+            Err(_) => 1,
+        };
+        let wait = backoff(failures);
+        let (queue, key) = (self.clone(), key.to_string());
+        tokio::spawn(async move {
+            tokio::time::sleep(wait).await;
+            queue.add(key, Cause::Resync);
+        });
+        wait
+    }
+
+    /// Forgets the failures of `key` (its reconcile succeeded).
+    pub fn forget(&self, key: &str) {
+        if let Ok(mut state) = self.state.lock() {
+            state.failures.remove(key);
+        }
+    }
+
     /// Keys queued and not yet taken.
     pub fn len(&self) -> usize {
         self.state.lock().map(|s| s.order.len()).unwrap_or(0)
@@ -152,6 +193,36 @@ mod tests {
         );
         queue.done("shop/web");
         assert!(queue.is_empty());
+    }
+
+    #[test]
+    fn the_retry_backoff_doubles_up_to_its_cap() {
+        assert_eq!(backoff(1), RETRY_BASE);
+        assert_eq!(backoff(2), RETRY_BASE * 2);
+        assert_eq!(backoff(4), RETRY_BASE * 8);
+        assert_eq!(backoff(100), RETRY_MAX);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_failed_key_comes_back_after_its_backoff_until_forgotten() {
+        let queue = std::sync::Arc::new(Queue::default());
+        assert_eq!(queue.retry_later("shop/web"), RETRY_BASE);
+        assert!(queue.is_empty(), "not before the backoff");
+        tokio::time::sleep(RETRY_BASE + Duration::from_millis(1)).await;
+        assert_eq!(queue.len(), 1);
+        let (key, _) = queue.try_next().unwrap();
+        queue.done(&key);
+        assert_eq!(
+            queue.retry_later(&key),
+            RETRY_BASE * 2,
+            "second failure in a row"
+        );
+        queue.forget(&key);
+        assert_eq!(
+            queue.retry_later(&key),
+            RETRY_BASE,
+            "forgotten after a success"
+        );
     }
 
     #[tokio::test]

@@ -26,8 +26,12 @@ pub enum ReadError {
         #[source]
         source: Box<kube::Error>,
     },
-    #[error("cluster {cluster} is not ready: its API does not answer")]
-    NotReady { cluster: String },
+    #[error("cluster {cluster} is not ready: {why}")]
+    NotReady {
+        cluster: String,
+        /// What "ready" means for the cluster source ([`crate::clusters::Source::not_ready`]).
+        why: &'static str,
+    },
     #[error("encoding multiclusterservice {object} as JSON")]
     Encode {
         object: String,

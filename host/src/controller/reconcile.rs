@@ -1,19 +1,24 @@
 //! One MultiClusterService, one pass: read (client) → plan (component) → apply/prune (client)
 //! → status (client). A failing member cluster is reported and skipped, never fatal.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
+
+use futures::future::join_all;
 
 use kube::api::DynamicObject;
 
 use super::Context;
 use super::apply::{apply_copy, delete_slice, has_finalizer, set_finalizer};
-use super::events::{Seen, due, emit};
+use super::events::{Seen, due, emit, incompatible};
 use super::plan::PlanError;
 use super::read::{ReadError, list_slice_objects, list_slices, mcs_json, object_name};
 use super::service::{Outcome, ServiceError, ensure, read_template, service_ports};
 use super::stale::may_prune;
 use super::status::{Condition, StatusError, set_conditions};
+use crate::clusters::Cluster;
+pub use crate::clusters::api_error::chain;
+use crate::clusters::api_error::{Kind, classify};
 use crate::engine::convert;
 use crate::engine::types::{EndpointSlice, McsRef, ServicePort, SyncPlan};
 
@@ -39,29 +44,61 @@ pub struct Report {
     pub deleted: usize,
     /// Member-cluster failures, rendered with their causes.
     pub errors: Vec<String>,
-    /// The cluster of each failure in `errors`.
-    pub clusters: Vec<String>,
+    /// The cluster and kind of each failure in `errors`.
+    pub failures: Vec<(String, Kind)>,
+    /// `APIIncompatible` messages: clusters that answered 404 to a list of EndpointSlices,
+    /// i.e. do not serve them.
+    pub incompatible: BTreeSet<String>,
+    /// The Service could not be propagated to some member (a missing template does not count:
+    /// the hub's Service watch reports its arrival).
+    pub service_failed: bool,
 }
 
 impl Report {
+    /// Whether every step succeeded (otherwise the MCS is retried after a backoff).
+    pub fn succeeded(&self) -> bool {
+        self.errors.is_empty() && !self.service_failed
+    }
+
     fn fail(&mut self, mcs: &str, cluster: &str, err: &(dyn std::error::Error + 'static)) {
         let message = chain(err);
-        tracing::warn!(mcs, cluster, error = %message, "member cluster step failed");
+        let kind = classify(err);
+        if kind.is_credentials() {
+            tracing::warn!(mcs, cluster, error = %message, "member cluster refuses our credentials (SPEC §5): fix its kubeconfig or secret, or its RBAC");
+        } else {
+            tracing::warn!(mcs, cluster, error = %message, "member cluster step failed");
+        }
         self.errors.push(message);
-        self.clusters.push(cluster.to_string());
+        self.failures.push((cluster.to_string(), kind));
     }
-}
 
-/// An error with its causes, `: `-joined.
-pub fn chain(err: &(dyn std::error::Error + 'static)) -> String {
-    let mut out = err.to_string();
-    let mut source = err.source();
-    while let Some(s) = source {
-        out.push_str(": ");
-        out.push_str(&s.to_string());
-        source = s.source();
+    /// Adds what another part of the same pass did.
+    fn absorb(&mut self, other: Report) {
+        self.applied += other.applied;
+        self.deleted += other.deleted;
+        self.errors.extend(other.errors);
+        self.failures.extend(other.failures);
+        self.incompatible.extend(other.incompatible);
+        self.service_failed |= other.service_failed;
     }
-    out
+
+    /// Fails a list of EndpointSlices in `cluster` (a `role` cluster); a 404 there means the
+    /// cluster does not serve EndpointSlices at all.
+    fn fail_list(&mut self, mcs: &str, role: &str, cluster: &str, err: &ReadError) {
+        if classify(err) == Kind::NotFound {
+            self.incompatible.insert(incompatible(role, cluster));
+        }
+        self.fail(mcs, cluster, err);
+    }
+
+    /// The reports of parts of one pass, as one.
+    fn merged(parts: impl IntoIterator<Item = Report>) -> Report {
+        let mut all = Report::default();
+        for part in parts {
+            all.absorb(part);
+        }
+        all
+    }
 }
 
 /// Reconciles one MCS against the members that are `ready` now.
@@ -115,9 +152,11 @@ pub async fn reconcile(
         Ok(Some(t)) => Some(service_ports(t)),
         _ => None,
     };
+    let template_missing = matches!(template, Ok(None));
     let service_error = sync_service(ctx, &object, &plan, ready, template).await;
     let key = mcs.metadata.uid.clone().unwrap_or_else(|| object.clone());
-    let report = dispatch(ctx, &object, &key, &plan, ready, ports.as_deref()).await;
+    let mut report = dispatch(ctx, &object, &key, &plan, ready, ports.as_deref()).await;
+    report.service_failed = service_error.is_some() && !template_missing;
     let error = (!report.errors.is_empty()).then(|| report.errors.join("; "));
     set_conditions(
         hub,
@@ -131,6 +170,7 @@ pub async fn reconcile(
     .await?;
     let now = Seen {
         unknown,
+        incompatible: report.incompatible.clone(),
         service_applied: Some(service_error.is_none()),
         dispatched: Some(error.is_none()),
     };
@@ -195,17 +235,26 @@ async fn sync_service(
         }
         Err(err) => return Some(chain(&err)),
     };
-    let mut errors = Vec::new();
     let mut targets: Vec<&String> = plan.providers.iter().chain(&plan.consumers).collect();
     targets.sort();
     targets.dedup();
-    for member in targets.into_iter().filter(|m| ready.contains(m)) {
-        let Some(cluster) = ctx.registry.member(member) else {
-            continue;
-        };
-        match ensure(&ctx.planner, &cluster.client, member, &template).await {
+    let clusters = targets
+        .into_iter()
+        .filter(|m| ready.contains(m))
+        .filter_map(|m| ctx.registry.member(m));
+    let template = &template;
+    let outcomes = join_all(clusters.map(|cluster| async move {
+        let outcome = ensure(&ctx.planner, &cluster.client, &cluster.name, template).await;
+        (cluster, outcome)
+    }))
+    .await;
+    let mut errors = Vec::new();
+    for (cluster, outcome) in outcomes {
+        match outcome {
             Ok(Outcome::Unchanged) => {}
-            Ok(outcome) => tracing::info!(mcs = object, cluster = %member, ?outcome, "service"),
+            Ok(outcome) => {
+                tracing::info!(mcs = object, cluster = %cluster.name, ?outcome, "service")
+            }
             Err(err) => {
                 let message = chain(&err);
                 tracing::warn!(mcs = object, error = %message, "service propagation failed");
@@ -216,8 +265,8 @@ async fn sync_service(
     (!errors.is_empty()).then(|| errors.join("; "))
 }
 
-/// Collect from the providers; then, member by member, filter and apply the copies it must
-/// hold (when it is a consumer) and prune the stale ones.
+/// Collect from the providers; then, in every ready member at once, filter and apply the
+/// copies it must hold (when it is a consumer) and prune the stale ones.
 async fn dispatch(
     ctx: &Context,
     object: &str,
@@ -245,25 +294,54 @@ async fn dispatch(
     for consumer in plan.consumers.iter().filter(|c| !ready.contains(c)) {
         // Skipped this pass; caught up when it answers again (SPEC §4.8).
         if ctx.registry.member(consumer).is_some() && !plan.providers.contains(consumer) {
-            let err = ReadError::NotReady {
-                cluster: consumer.clone(),
-            };
-            report.fail(object, consumer, &err);
+            report.fail(object, consumer, &not_ready(ctx, consumer));
         }
     }
-    for member in ready {
-        let Some(cluster) = ctx.registry.member(member) else {
-            continue;
+    let members = ready.iter().filter_map(|m| ctx.registry.member(m));
+    let parts = join_all(members.map(|cluster| {
+        let target = Target {
+            ctx,
+            object,
+            plan,
+            cluster,
         };
-        let mcs = &plan.mcs;
-        let existing =
-            match list_slice_objects(&cluster.client, member, &mcs.namespace, &mcs.name).await {
-                Ok(existing) => existing,
-                Err(err) => {
-                    report.fail(object, member, &err);
-                    continue;
-                }
-            };
+        target.sync_copies(&read, service_ports, complete)
+    }))
+    .await;
+    report.absorb(Report::merged(parts));
+    report
+}
+
+/// One member in one pass of one MCS.
+struct Target<'a> {
+    ctx: &'a Context,
+    object: &'a str,
+    plan: &'a SyncPlan,
+    cluster: &'a Cluster,
+}
+
+impl Target<'_> {
+    /// Applies the copies of `read` (the providers' slices) this member must hold, when it is
+    /// a consumer; prunes the stale ones when the providers' slices are `complete`.
+    async fn sync_copies(
+        self,
+        read: &[(String, Vec<EndpointSlice>)],
+        service_ports: Option<&[ServicePort]>,
+        complete: bool,
+    ) -> Report {
+        let (ctx, object, member) = (self.ctx, self.object, self.cluster.name.as_str());
+        let mut report = Report::default();
+        let mcs = &self.plan.mcs;
+        let client = &self.cluster.client;
+        let is_consumer = self.plan.consumers.iter().any(|c| c == member);
+        let existing = match list_slice_objects(client, member, &mcs.namespace, &mcs.name).await {
+            Ok(existing) => existing,
+            Err(err) => {
+                let role = if is_consumer { "Consumer" } else { "Provider" };
+                report.fail_list(object, role, member, &err);
+                return report;
+            }
+        };
         let versions: BTreeMap<String, Option<String>> = existing
             .iter()
             .map(|s| {
@@ -275,7 +353,7 @@ async fn dispatch(
             })
             .collect();
         let mut desired = Vec::new();
-        if plan.consumers.contains(member) {
+        if is_consumer {
             for (provider, slices) in read.iter().filter(|(p, _)| p != member) {
                 let copies = match ctx
                     .planner
@@ -290,7 +368,7 @@ async fn dispatch(
                 };
                 for copy in copies {
                     let name = copy.name.clone();
-                    match apply_copy(&cluster.client, member, &ctx.field_manager, copy).await {
+                    match apply_copy(client, member, &ctx.field_manager, copy).await {
                         Ok(version) if versions.get(&name) != Some(&version) => report.applied += 1,
                         Ok(_) => {}
                         Err(err) => report.fail(object, member, &err),
@@ -301,13 +379,31 @@ async fn dispatch(
         }
         if complete {
             let existing = existing.iter().map(convert::slice_to_wit).collect();
-            prune(ctx, object, mcs, member, existing, desired, &mut report).await;
+            prune(
+                ctx,
+                object,
+                mcs,
+                self.cluster,
+                existing,
+                desired,
+                &mut report,
+            )
+            .await;
         }
+        report
     }
-    report
 }
 
-/// The slices of every ready provider, and the providers that could not be read.
+/// The error of a member skipped because it is not ready.
+fn not_ready(ctx: &Context, cluster: &str) -> ReadError {
+    ReadError::NotReady {
+        cluster: cluster.to_string(),
+        why: ctx.not_ready,
+    }
+}
+
+/// The slices of every ready provider (read at once), and the providers that could not be
+/// read.
 async fn collect(
     ctx: &Context,
     object: &str,
@@ -315,46 +411,50 @@ async fn collect(
     ready: &[String],
     report: &mut Report,
 ) -> (Vec<(String, Vec<EndpointSlice>)>, Vec<String>) {
-    let mut read = Vec::new();
     let mut unreadable = Vec::new();
+    let mut readable = Vec::new();
     for provider in &plan.providers {
         let Some(cluster) = ctx.registry.member(provider) else {
             continue;
         };
-        if !ready.contains(provider) {
-            let err = ReadError::NotReady {
-                cluster: provider.clone(),
-            };
-            report.fail(object, provider, &err);
+        if ready.contains(provider) {
+            readable.push(cluster);
+        } else {
+            report.fail(object, provider, &not_ready(ctx, provider));
             unreadable.push(provider.clone());
-            continue;
         }
-        let ns = &plan.mcs.namespace;
-        match list_slices(&cluster.client, provider, ns, &plan.mcs.name).await {
-            Ok(slices) => read.push((provider.clone(), slices)),
+    }
+    let (ns, name) = (&plan.mcs.namespace, &plan.mcs.name);
+    let lists = join_all(readable.into_iter().map(|cluster| async move {
+        let slices = list_slices(&cluster.client, &cluster.name, ns, name).await;
+        (cluster.name.clone(), slices)
+    }))
+    .await;
+    let mut read = Vec::new();
+    for (provider, slices) in lists {
+        match slices {
+            Ok(slices) => read.push((provider, slices)),
             Err(err) => {
-                report.fail(object, provider, &err);
-                unreadable.push(provider.clone());
+                report.fail_list(object, "Provider", &provider, &err);
+                unreadable.push(provider);
             }
         }
     }
     (read, unreadable)
 }
 
-/// Deletes from `member` the copies of `mcs` among `existing` that the component says are
+/// Deletes from `cluster` the copies of `mcs` among `existing` that the component says are
 /// stale given `desired`.
 async fn prune(
     ctx: &Context,
     object: &str,
     mcs: &McsRef,
-    member: &str,
+    cluster: &Cluster,
     existing: Vec<EndpointSlice>,
     desired: Vec<String>,
     report: &mut Report,
 ) {
-    let Some(cluster) = ctx.registry.member(member) else {
-        return;
-    };
+    let member = cluster.name.as_str();
     let stale = match ctx.planner.prune(mcs, existing, desired).await {
         Ok(stale) => stale,
         Err(err) => return report.fail(object, member, &err),
@@ -367,20 +467,23 @@ async fn prune(
     }
 }
 
-/// Removes every copy of `mcs` from every ready member (deletion, or no longer CrossCluster).
+/// Removes every copy of `mcs` from every ready member at once (deletion, or no longer
+/// CrossCluster).
 async fn withdraw(ctx: &Context, mcs: &McsRef, ready: &[String]) -> Report {
     let object = format!("{}/{}", mcs.namespace, mcs.name);
-    let mut report = Report::default();
-    for member in ready {
-        let Some(cluster) = ctx.registry.member(member) else {
-            continue;
-        };
+    let object = object.as_str();
+    let members = ready.iter().filter_map(|m| ctx.registry.member(m));
+    let parts = join_all(members.map(|cluster| async move {
+        let mut report = Report::default();
+        let member = cluster.name.as_str();
         match list_slices(&cluster.client, member, &mcs.namespace, &mcs.name).await {
             Ok(existing) => {
-                prune(ctx, &object, mcs, member, existing, Vec::new(), &mut report).await
+                prune(ctx, object, mcs, cluster, existing, Vec::new(), &mut report).await
             }
-            Err(err) => report.fail(&object, member, &err),
+            Err(err) => report.fail(object, member, &err),
         }
-    }
-    report
+        report
+    }))
+    .await;
+    Report::merged(parts)
 }

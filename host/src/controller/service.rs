@@ -8,6 +8,7 @@ use kube::api::PostParams;
 use kube::{Api, Client};
 
 use super::plan::{PlanError, Planner};
+use super::retry::on_conflict;
 use crate::engine::convert::ServiceChange;
 use crate::engine::types;
 
@@ -97,6 +98,18 @@ pub enum Outcome {
 /// Makes `cluster` hold the template: asks the component (`planner`) what the member's copy
 /// must be, then creates it, replaces it, or leaves it alone.
 pub async fn ensure(
+    planner: &Planner,
+    client: &Client,
+    cluster: &str,
+    template: &Service,
+) -> Result<Outcome, ServiceError> {
+    // A 409 (another writer changed the Service, or created it, since it was read): read it
+    // again and decide again.
+    on_conflict(|| ensure_once(planner, client, cluster, template)).await
+}
+
+/// One read → decide → write of [`ensure`].
+async fn ensure_once(
     planner: &Planner,
     client: &Client,
     cluster: &str,

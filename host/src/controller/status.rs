@@ -8,6 +8,7 @@ use kube::{Api, Client};
 use serde_json::{Value, json};
 
 use super::read::{mcs_resource, object_name};
+use super::retry::on_conflict;
 
 /// Condition type of the dispatch outcome.
 pub const DISPATCHED: &str = "EndpointSliceDispatched";
@@ -158,17 +159,16 @@ pub async fn set_conditions(
         mcs.metadata.namespace.as_deref().unwrap_or_default(),
         &mcs_resource(),
     );
-    api.patch_status(
-        mcs.metadata.name.as_deref().unwrap_or_default(),
-        &PatchParams::default(),
-        &Patch::Merge(&json!({"status": {"conditions": conditions}})),
-    )
-    .await
-    .map(drop)
-    .map_err(|source| StatusError::Patch {
-        object: object_name(mcs),
-        source: Box::new(source),
-    })
+    let name = mcs.metadata.name.as_deref().unwrap_or_default();
+    let value = json!({"status": {"conditions": conditions}});
+    let (params, patch) = (PatchParams::default(), Patch::Merge(&value));
+    on_conflict(|| api.patch_status(name, &params, &patch))
+        .await
+        .map(drop)
+        .map_err(|source| StatusError::Patch {
+            object: object_name(mcs),
+            source: Box::new(source),
+        })
 }
 
 #[cfg(test)]
