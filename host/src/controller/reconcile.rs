@@ -342,16 +342,17 @@ impl Target<'_> {
                 return report;
             }
         };
-        let versions: BTreeMap<String, Option<String>> = existing
+        let versions: BTreeMap<&str, Option<&String>> = existing
             .iter()
             .map(|s| {
                 let meta = &s.metadata;
                 (
-                    meta.name.clone().unwrap_or_default(),
-                    meta.resource_version.clone(),
+                    meta.name.as_deref().unwrap_or_default(),
+                    meta.resource_version.as_ref(),
                 )
             })
             .collect();
+        let held: Vec<EndpointSlice> = existing.iter().map(convert::slice_to_wit).collect();
         let mut desired = Vec::new();
         if is_consumer {
             for (provider, slices) in read.iter().filter(|(p, _)| p != member) {
@@ -368,27 +369,24 @@ impl Target<'_> {
                 };
                 for copy in copies {
                     let name = copy.name.clone();
-                    match apply_copy(client, member, &ctx.field_manager, copy).await {
-                        Ok(version) if versions.get(&name) != Some(&version) => report.applied += 1,
-                        Ok(_) => {}
-                        Err(err) => report.fail(object, member, &err),
+                    // A copy the member already holds as the component wants it is not
+                    // written again (a resync then costs one list per member, not an apply
+                    // per copy).
+                    let canonical = convert::canonical(&copy);
+                    if !held.contains(&canonical) {
+                        let before = versions.get(name.as_str()).copied().flatten();
+                        match apply_copy(client, member, &ctx.field_manager, copy).await {
+                            Ok(version) if version.as_ref() != before => report.applied += 1,
+                            Ok(_) => {}
+                            Err(err) => report.fail(object, member, &err),
+                        }
                     }
                     desired.push(name);
                 }
             }
         }
         if complete {
-            let existing = existing.iter().map(convert::slice_to_wit).collect();
-            prune(
-                ctx,
-                object,
-                mcs,
-                self.cluster,
-                existing,
-                desired,
-                &mut report,
-            )
-            .await;
+            prune(ctx, object, mcs, self.cluster, held, desired, &mut report).await;
         }
         report
     }

@@ -44,6 +44,12 @@ pub fn slice_from_wit(slice: types::EndpointSlice) -> discovery::EndpointSlice {
     }
 }
 
+/// `slice` as it reads back from a cluster after being written: labels and annotations in
+/// key order. Compare a copy with what a member holds in this form.
+pub fn canonical(slice: &types::EndpointSlice) -> types::EndpointSlice {
+    slice_to_wit(&slice_from_wit(slice.clone()))
+}
+
 fn pairs(map: Option<&BTreeMap<String, String>>) -> Vec<(String, String)> {
     map.into_iter()
         .flatten()
@@ -178,6 +184,25 @@ pub fn service_change(action: types::ServiceAction) -> Result<ServiceChange, ser
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_copy_equals_its_read_back_form_whatever_its_label_order() {
+        let copy = types::EndpointSlice {
+            name: "m1-web".into(),
+            namespace: "shop".into(),
+            labels: vec![("z".into(), "1".into()), ("a".into(), "2".into())],
+            annotations: vec![],
+            address_type: "IPv4".into(),
+            endpoints: vec![],
+            ports: vec![],
+        };
+        let read_back = slice_to_wit(&slice_from_wit(copy.clone()));
+        assert_ne!(read_back, copy, "the cluster returns labels in key order");
+        assert_eq!(canonical(&copy), read_back);
+        let mut changed = read_back.clone();
+        changed.address_type = "IPv6".into();
+        assert_ne!(canonical(&copy), changed);
+    }
 
     #[test]
     fn round_trips_every_endpoint_field() {
