@@ -1,6 +1,12 @@
 //! Small accessors and generators for object metadata kept as `serde_json::Value`.
 
+use std::collections::BTreeMap;
+
 use serde_json::{Map, Value, json};
+
+/// The labels of an object as selectors see them: the string-valued entries of
+/// `metadata.labels` (anything else there counts as absent).
+pub type Labels = BTreeMap<String, String>;
 
 /// `metadata.name`, or "" when absent.
 pub fn name(obj: &Value) -> &str {
@@ -46,9 +52,15 @@ pub fn metadata_mut(obj: &mut Value) -> &mut Map<String, Value> {
         .expect("metadata was just made a map")
 }
 
-/// A label value of an object.
-pub fn label<'a>(obj: &'a Value, key: &str) -> Option<&'a str> {
-    obj["metadata"]["labels"][key].as_str()
+/// The labels of an object (see [`Labels`]).
+pub fn labels(obj: &Value) -> Labels {
+    let Some(labels) = obj["metadata"]["labels"].as_object() else {
+        return Labels::new();
+    };
+    labels
+        .iter()
+        .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
+        .collect()
 }
 
 /// The current time as the apiserver writes timestamps: RFC 3339, UTC, whole seconds.
@@ -79,6 +91,15 @@ pub fn generate_name(prefix: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn labels_are_the_string_valued_entries_of_metadata_labels() {
+        let obj = json!({"metadata": {"labels": {"app": "web", "n": 3, "none": null}}});
+        let expected = Labels::from([("app".to_owned(), "web".to_owned())]);
+        assert_eq!(labels(&obj), expected);
+        assert!(labels(&json!({"metadata": {"labels": "app"}})).is_empty());
+        assert!(labels(&json!({})).is_empty());
+    }
 
     #[test]
     fn generated_names_keep_the_prefix_and_add_five_characters() {

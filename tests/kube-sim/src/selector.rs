@@ -1,10 +1,16 @@
 //! Label selectors (`=`, `==`, `!=`, `in`, `notin`, `key`, `!key`, `>`, `<`) and field selectors
 //! (`path=value`, `path!=value` on any dotted field path), parsed from query strings.
+//!
+//! Label selectors are evaluated against an object's [`Labels`], which the store extracts once
+//! per write; field selectors walk the object's JSON.
+
+use std::borrow::Cow;
 
 use serde_json::Value;
 
-use crate::object;
+use crate::object::Labels;
 use crate::status::ApiError;
+use crate::store::Stored;
 
 #[derive(Debug, Clone, PartialEq)]
 enum LabelRequirement {
@@ -33,8 +39,18 @@ impl LabelSelector {
         requirements.collect::<Result<_, _>>().map(Self)
     }
 
-    pub fn matches(&self, obj: &Value) -> bool {
-        self.0.iter().all(|r| requirement_matches(r, obj))
+    pub fn matches(&self, labels: &Labels) -> bool {
+        self.0.iter().all(|r| requirement_matches(r, labels))
+    }
+
+    /// The requirements that only objects carrying `key` with one of the listed values can
+    /// meet (`key=value`, `key in (values)`), as `(key, values)`: what a label index can answer.
+    pub fn equality_terms(&self) -> impl Iterator<Item = (&str, &[String])> {
+        self.0.iter().filter_map(|r| match r {
+            LabelRequirement::Equals(k, v) => Some((k.as_str(), std::slice::from_ref(v))),
+            LabelRequirement::In(k, vs) => Some((k.as_str(), vs.as_slice())),
+            _ => None,
+        })
     }
 }
 
@@ -114,8 +130,8 @@ fn value_set(text: &str) -> Option<Vec<String>> {
     inner.split(',').map(valid_value).collect()
 }
 
-fn requirement_matches(requirement: &LabelRequirement, obj: &Value) -> bool {
-    let label = |key: &str| object::label(obj, key);
+fn requirement_matches(requirement: &LabelRequirement, labels: &Labels) -> bool {
+    let label = |key: &str| labels.get(key).map(String::as_str);
     match requirement {
         LabelRequirement::Equals(k, v) => label(k) == Some(v.as_str()),
         LabelRequirement::NotEquals(k, v) => label(k) != Some(v.as_str()),
@@ -158,26 +174,44 @@ impl FieldSelector {
             .map(Self)
     }
 
+    /// Whether `obj` meets every requirement (the reference [`matches_stored`](Self::matches_stored)
+    /// is tested against).
+    #[cfg(test)]
     pub fn matches(&self, obj: &Value) -> bool {
         self.0
             .iter()
-            .all(|(path, equal, value)| (field_text(obj, path) == *value) == *equal)
+            .all(|(path, equal, value)| (field_text(obj, path) == value.as_str()) == *equal)
+    }
+
+    /// [`matches`](Self::matches) for a stored object, reading `metadata.name` and
+    /// `metadata.namespace` from the texts kept beside it.
+    pub fn matches_stored(&self, obj: &Stored) -> bool {
+        self.0.iter().all(|(path, equal, value)| {
+            let text = match path.as_str() {
+                "metadata.name" => Cow::Borrowed(&*obj.name),
+                "metadata.namespace" => Cow::Borrowed(&*obj.namespace),
+                _ => field_text(&obj.value, path),
+            };
+            (text == value.as_str()) == *equal
+        })
     }
 }
 
-/// The field at a dotted path, as text (missing fields are "").
-fn field_text(obj: &Value, path: &str) -> String {
+/// The field at a dotted path, as text: strings as they are, missing fields and nulls "",
+/// anything else its JSON text.
+pub fn field_text<'a>(obj: &'a Value, path: &str) -> Cow<'a, str> {
     let field = path.split('.').try_fold(obj, |v, key| v.get(key));
     match field {
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Null) | None => String::new(),
-        Some(other) => other.to_string(),
+        Some(Value::String(s)) => Cow::Borrowed(s),
+        Some(Value::Null) | None => Cow::Borrowed(""),
+        Some(other) => Cow::Owned(other.to_string()),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::object;
     use serde_json::json;
 
     fn obj(labels: Value) -> Value {
@@ -187,7 +221,7 @@ mod tests {
     fn selects(selector: &str, labels: Value) -> bool {
         LabelSelector::parse(selector)
             .unwrap()
-            .matches(&obj(labels))
+            .matches(&object::labels(&obj(labels)))
     }
 
     #[test]
@@ -225,6 +259,25 @@ mod tests {
     }
 
     #[test]
+    fn non_string_label_values_count_as_absent() {
+        assert!(!selects("n", json!({"n": 3})));
+        assert!(selects("!n", json!({"n": 3})));
+        assert!(selects("n!=3", json!({"n": 3})));
+    }
+
+    #[test]
+    fn equality_terms_are_the_equals_and_in_requirements() {
+        let selector = LabelSelector::parse("a=1,b!=2,c in (3,4),d,!e,f notin (5)").unwrap();
+        let terms: Vec<(&str, &[String])> = selector.equality_terms().collect();
+        let (one, three_four) = (["1".to_owned()], ["3".to_owned(), "4".to_owned()]);
+        assert_eq!(terms, vec![("a", &one[..]), ("c", &three_four[..])]);
+        assert_eq!(
+            LabelSelector::parse("").unwrap().equality_terms().count(),
+            0
+        );
+    }
+
+    #[test]
     fn malformed_label_selectors_are_bad_requests() {
         assert_eq!(LabelSelector::parse("app in front").unwrap_err().code, 400);
         assert_eq!(LabelSelector::parse("=x").unwrap_err().code, 400);
@@ -240,5 +293,20 @@ mod tests {
                 .unwrap()
                 .matches(&obj(json!({})))
         );
+        let missing = FieldSelector::parse("spec.missing=,metadata.labels!=x").unwrap();
+        assert!(missing.matches(&obj(json!({}))));
+        assert!(selector.matches_stored(&Stored::new(obj(json!({})))));
+        let odd = Stored::new(json!({"metadata": {"name": 7}, "spec": {"port": 80}}));
+        let cases = [
+            ("metadata.name=7,metadata.namespace=,spec.port=80", true),
+            ("metadata.name!=7", false),
+            ("metadata.namespace=prod", false),
+        ];
+        for (text, expected) in cases {
+            let selector = FieldSelector::parse(text).unwrap();
+            assert_eq!(selector.matches(&odd.value), expected, "{text}");
+            assert_eq!(selector.matches_stored(&odd), expected, "{text}");
+        }
+        assert!(FieldSelector::parse("").unwrap().matches(&json!({})));
     }
 }

@@ -57,8 +57,8 @@ pub fn delete_collection(
     let mut store = app.write();
     let gr = target.rt.group_resource();
     let mut results = Vec::with_capacity(matching.len());
-    for obj in matching {
-        let Some(current) = store.get(&gr, object::namespace(&obj), object::name(&obj)) else {
+    for obj in matching.iter().map(|s| &s.value) {
+        let Some(current) = store.get(&gr, object::namespace(obj), object::name(obj)) else {
             continue;
         };
         let (Deletion::Removed(last) | Deletion::Pending(last)) =

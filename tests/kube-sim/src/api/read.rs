@@ -12,6 +12,7 @@ use super::table;
 use super::target::Target;
 use crate::app::App;
 use crate::status::ApiError;
+use crate::store::Stored;
 
 pub fn get(app: &App, target: &Target, headers: &HeaderMap) -> Result<Response, ApiError> {
     let name = target.name_or_empty();
@@ -35,10 +36,11 @@ pub fn list(
 ) -> Result<Response, ApiError> {
     let (items, rv) = matching(app, target, params)?;
     if table::wanted(headers) {
-        let doc = table::table(&items, Some(rv), true, params);
+        let objects: Vec<Arc<Value>> = items.into_iter().map(|s| s.value).collect();
+        let doc = table::table(&objects, Some(rv), true, params);
         return Ok(respond::json_response(StatusCode::OK, &doc));
     }
-    Ok(respond::list_response(&target.rt, &items, rv))
+    Ok(respond::stored_list_response(&target.rt, &items, rv))
 }
 
 /// The objects of the target collection the request's selectors match, and the current resourceVersion.
@@ -46,19 +48,15 @@ pub fn matching(
     app: &App,
     target: &Target,
     params: &Params,
-) -> Result<(Vec<Arc<Value>>, u64), ApiError> {
+) -> Result<(Vec<Stored>, u64), ApiError> {
     let labels = params.label_selector()?;
     let fields = params.field_selector()?;
-    let (all, rv) = {
+    let (mut items, rv) = {
         let store = app.read();
-        (
-            store.list(&target.rt.group_resource(), target.namespace.as_deref()),
-            store.resource_version(),
-        )
+        let gr = target.rt.group_resource();
+        let selected = store.select(&gr, target.namespace.as_deref(), &labels);
+        (selected, store.resource_version())
     };
-    let items = all
-        .into_iter()
-        .filter(|o| labels.matches(o) && fields.matches(o))
-        .collect();
+    items.retain(|o| fields.matches_stored(o));
     Ok((items, rv))
 }

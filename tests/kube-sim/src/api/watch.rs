@@ -25,7 +25,7 @@ use crate::network::WatchEnd;
 use crate::object;
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::status::ApiError;
-use crate::store::{Change, EventType, TooOld};
+use crate::store::{Change, EventType, Stored, TooOld};
 
 /// How long a watch without `timeoutSeconds` stays open.
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(1800);
@@ -44,13 +44,13 @@ struct Filter {
 }
 
 impl Filter {
-    fn matches(&self, obj: &Value) -> bool {
+    fn matches(&self, obj: &Stored) -> bool {
         let namespace_ok = self
             .target
             .namespace
             .as_deref()
-            .is_none_or(|ns| object::namespace(obj) == ns);
-        namespace_ok && self.labels.matches(obj) && self.fields.matches(obj)
+            .is_none_or(|ns| object::namespace(&obj.value) == ns);
+        namespace_ok && self.labels.matches(&obj.labels) && self.fields.matches_stored(obj)
     }
 
     /// The event type a change shows as through this filter (objects leaving the selection are
@@ -74,9 +74,10 @@ impl Filter {
 
 /// Where a watch starts.
 enum Opening {
-    /// ADDED for each current object, then changes after `rv`.
+    /// ADDED for each current object (already selected by namespace and labels), then changes
+    /// after `rv`.
     Snapshot {
-        objects: Vec<Arc<Value>>,
+        objects: Vec<Stored>,
         rv: u64,
     },
     /// Changes after `rv` only.
@@ -128,7 +129,7 @@ pub fn watch(
         let receiver = store.subscribe(&gr).ok_or_else(ApiError::path_not_found)?;
         let opening = match (send_initial, since) {
             (Some(true), _) | (None, None) => Opening::Snapshot {
-                objects: store.list(&gr, filter.target.namespace.as_deref()),
+                objects: store.select(&gr, filter.target.namespace.as_deref(), &filter.labels),
                 rv: store.resource_version(),
             },
             (Some(false), None) => Opening::FromNow {
@@ -211,7 +212,8 @@ impl WatchStream {
                 self.last_rv = rv;
                 let visible: Vec<Arc<Value>> = objects
                     .into_iter()
-                    .filter(|o| self.filter.matches(o))
+                    .filter(|o| self.filter.fields.matches_stored(o))
+                    .map(|o| o.value)
                     .collect();
                 for obj in &visible {
                     if !self.send_object(EventType::Added, obj).await {
@@ -286,7 +288,7 @@ impl WatchStream {
         }
         self.last_rv = change.resource_version;
         match self.filter.event_type(change) {
-            Some(event_type) => self.send_object(event_type, &change.object).await,
+            Some(event_type) => self.send_object(event_type, &change.object.value).await,
             None => true,
         }
     }
