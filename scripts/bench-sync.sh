@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Scale benchmark of the sync controller (`mcs-policy sync`) against kube-sim clusters:
+# propagation latency with 10 clusters, then cold-start convergence of 20 members x 1,000
+# MultiClusterServices x 2 EndpointSlices and the controller's RSS. See BENCHMARKS.md.
+#
+# Sizes and settings come from the environment (defaults in brackets):
+#   SYNC_BENCH_LATENCY_MEMBERS [9]  SYNC_BENCH_LATENCY_MCS [10]  SYNC_BENCH_WRITES [300]
+#   SYNC_BENCH_MEMBERS [20]  SYNC_BENCH_MCS [1000]  SYNC_BENCH_WORKERS [8,32]
+#   SYNC_BENCH_RESYNC [30s]  SYNC_BENCH_TIMEOUT [120] (seconds)
+#   SYNC_BENCH_PHASES [latency,cold]  SYNC_BENCH_LOG [info] (the controller's RUST_LOG)
+# e.g. a quick run: SYNC_BENCH_MEMBERS=5 SYNC_BENCH_MCS=100 SYNC_BENCH_WORKERS=8 scripts/bench-sync.sh
+# Extra arguments go to `cargo bench`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cargo build --release --workspace --bins --locked
+cargo bench -p tests --bench sync_scale --locked "$@"

@@ -1,0 +1,750 @@
+//! Scale benchmark of `mcs-policy sync` against kube-sim clusters (BENCHMARKS.md, "Sync
+//! controller at scale"; run it with `scripts/bench-sync.sh`).
+//!
+//! 1. **Propagation latency** (a hub and `SYNC_BENCH_LATENCY_MEMBERS` members): sequential
+//!    PUTs of a native EndpointSlice in a provider, each timed from just before the PUT to the
+//!    moment a watch on each consumer delivers the copy with the new address.
+//! 2. **Cold start** (a hub and `SYNC_BENCH_MEMBERS` members): `SYNC_BENCH_MCS`
+//!    MultiClusterServices, their hub Services and two native slices each are preloaded, then
+//!    the controller starts; timed until every expected copy is in every consumer, and until
+//!    every MCS reports `EndpointSliceDispatched=True`. The controller's RSS is sampled.
+//!
+//! Sizes come from environment variables (see [`Settings::from_env`]).
+
+use std::collections::{HashMap, HashSet};
+use std::fs::File;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use tests::sync::{
+    DISPATCH, MANAGED_BY, ObjectRef, WatchEvent, free_addr, get, mcs_of, mcs_path, metric,
+    native_slice_of, post, put, service_of, services_path, slices_path, start_clusters, watch,
+    write_kubeconfig,
+};
+use tests::{KillOnDrop, binary};
+use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
+
+/// Requests in flight while preloading.
+const PRELOAD_CONCURRENCY: usize = 32;
+/// Longest wait for one write of the latency run to reach every consumer.
+const WRITE_DEADLINE: Duration = Duration::from_secs(5);
+
+/// What to run, from the environment (defaults: the targets of BENCHMARKS.md).
+struct Settings {
+    /// `SYNC_BENCH_LATENCY_MEMBERS` (9: ten clusters with the hub).
+    latency_members: usize,
+    /// `SYNC_BENCH_LATENCY_MCS` (10).
+    latency_mcs: usize,
+    /// `SYNC_BENCH_WRITES` (300).
+    writes: usize,
+    /// `SYNC_BENCH_MEMBERS` (20).
+    members: usize,
+    /// `SYNC_BENCH_MCS` (1000).
+    mcs: usize,
+    /// `SYNC_BENCH_WORKERS`, comma-separated: one cold start per value (`8,32`).
+    workers: Vec<u16>,
+    /// `SYNC_BENCH_RESYNC` (`30s`, the controller's default).
+    resync: String,
+    /// `SYNC_BENCH_TIMEOUT` seconds: the cold start gives up after this long (120).
+    timeout: Duration,
+    /// `SYNC_BENCH_PHASES`: `latency`, `cold` or both (`latency,cold`).
+    phases: String,
+    /// `SYNC_BENCH_LOG`: the controller's `RUST_LOG` (`info`).
+    log: String,
+}
+
+impl Settings {
+    fn from_env() -> Settings {
+        let var = |name: &str, default: &str| std::env::var(name).unwrap_or(default.to_string());
+        let num = |name: &str, default: usize| {
+            let text = var(name, &default.to_string());
+            text.parse()
+                .unwrap_or_else(|_| panic!("{name}={text}: not a number"))
+        };
+        Settings {
+            latency_members: num("SYNC_BENCH_LATENCY_MEMBERS", 9),
+            latency_mcs: num("SYNC_BENCH_LATENCY_MCS", 10),
+            writes: num("SYNC_BENCH_WRITES", 300),
+            members: num("SYNC_BENCH_MEMBERS", 20),
+            mcs: num("SYNC_BENCH_MCS", 1000),
+            workers: var("SYNC_BENCH_WORKERS", "8,32")
+                .split(',')
+                .map(|w| w.trim().parse().expect("SYNC_BENCH_WORKERS: numbers"))
+                .collect(),
+            resync: var("SYNC_BENCH_RESYNC", "30s"),
+            timeout: Duration::from_secs(num("SYNC_BENCH_TIMEOUT", 120) as u64),
+            phases: var("SYNC_BENCH_PHASES", "latency,cold"),
+            log: var("SYNC_BENCH_LOG", "info"),
+        }
+    }
+}
+
+#[tokio::main]
+async fn main() {
+    let settings = Settings::from_env();
+    print_machine();
+    if settings.phases.contains("latency") {
+        latency(&settings).await;
+    }
+    if settings.phases.contains("cold") {
+        let mut rows = Vec::new();
+        for &workers in &settings.workers {
+            rows.push(cold_start(&settings, workers).await);
+        }
+        print_cold_table(&settings, &rows);
+    }
+}
+
+fn print_machine() {
+    let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+    let mem_kib = proc_field(&meminfo, "MemTotal").unwrap_or(0);
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let model = cpuinfo
+        .lines()
+        .find_map(|l| l.strip_prefix("model name")?.split_once(':'))
+        .map_or("?", |(_, m)| m.trim());
+    println!(
+        "machine: {cpus} cpus, {:.1} GiB, {model}",
+        mem_kib as f64 / 1048576.0
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// The clusters and the controller
+
+/// A hub and members (kube-sim) in a scratch directory, and the controller once started.
+struct Fleet {
+    http: reqwest::Client,
+    hub: String,
+    /// `(name, URL)` of each member, in kubeconfig order.
+    members: Vec<(String, String)>,
+    dir: PathBuf,
+    /// Dropped (killed) before the clusters.
+    controller: Option<KillOnDrop>,
+    metrics: String,
+    sims: Vec<KillOnDrop>,
+}
+
+impl Fleet {
+    /// `hub` and `member01`..: `members` of them.
+    async fn start(label: &str, members: usize) -> Fleet {
+        let names: Vec<String> = std::iter::once("hub".to_string())
+            .chain((1..=members).map(member_name))
+            .collect();
+        let http = reqwest::Client::new();
+        let (sims, mut clusters) = start_clusters(&http, &names).await;
+        let (_, hub) = clusters.remove(0);
+        let dir = std::env::temp_dir().join(format!(
+            "mcs-policy-sync-bench-{}-{label}",
+            std::process::id()
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        Fleet {
+            http,
+            hub,
+            members: clusters,
+            dir,
+            controller: None,
+            metrics: free_addr(),
+            sims,
+        }
+    }
+
+    /// Starts `mcs-policy sync` over every cluster, its stderr in `<dir>/controller.log`.
+    fn start_controller(&mut self, workers: u16, settings: &Settings) {
+        let mut contexts = vec![("hub", self.hub.as_str())];
+        contexts.extend(self.members.iter().map(|(n, u)| (n.as_str(), u.as_str())));
+        let kubeconfig = write_kubeconfig(&self.dir, &contexts);
+        let log = File::create(self.log_path()).unwrap();
+        let child = Command::new(binary("mcs-policy"))
+            .arg("sync")
+            .arg("--kubeconfig")
+            .arg(&kubeconfig)
+            .args(["--hub", "hub", "--metrics-listen", &self.metrics])
+            .args(["--workers", &workers.to_string()])
+            .args(["--resync-interval", &settings.resync])
+            .env("RUST_LOG", &settings.log)
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("mcs-policy sync starts");
+        self.controller = Some(KillOnDrop(child));
+    }
+
+    fn log_path(&self) -> PathBuf {
+        self.dir.join("controller.log")
+    }
+
+    fn controller_pid(&self) -> u32 {
+        self.controller.as_ref().expect("controller started").0.id()
+    }
+
+    fn member_url(&self, index: usize) -> &str {
+        &self.members[index].1
+    }
+
+    /// The controller's `/metrics` text (empty while it does not answer).
+    async fn metrics(&self) -> String {
+        let url = format!("http://{}/metrics", self.metrics);
+        match self.http.get(url).send().await {
+            Ok(resp) => resp.text().await.unwrap_or_default(),
+            Err(_) => String::new(),
+        }
+    }
+
+    /// Opens a watch of our copies in namespace `ns` on every member; events are tagged with
+    /// the member's index.
+    async fn watch_copies(&self, ns: &str) -> UnboundedReceiver<WatchEvent> {
+        let (sender, events) = unbounded_channel();
+        let path = format!(
+            "{}?watch=true&labelSelector={MANAGED_BY}%3D{DISPATCH}",
+            slices_path(ns)
+        );
+        for (index, (_, url)) in self.members.iter().enumerate() {
+            watch(&self.http, url, &path, index, sender.clone()).await;
+        }
+        events
+    }
+}
+
+impl Drop for Fleet {
+    fn drop(&mut self) {
+        self.controller = None;
+        self.sims.clear();
+    }
+}
+
+fn member_name(index: usize) -> String {
+    format!("member{index:02}")
+}
+
+// ---------------------------------------------------------------------------------------------
+// The workload
+
+/// MCS `i` of a run: its Service name and its single provider (member index `i mod members`).
+struct Mcs {
+    name: String,
+    provider: usize,
+}
+
+fn workload(count: usize, members: usize) -> Vec<Mcs> {
+    (0..count)
+        .map(|i| Mcs {
+            name: format!("svc-{i:04}"),
+            provider: i % members,
+        })
+        .collect()
+}
+
+/// The copy of native slice `slice` from `provider` (the component's naming, SPEC §4.5).
+fn copy_name(fleet: &Fleet, provider: usize, slice: &str) -> String {
+    format!("{}-{slice}", fleet.members[provider].0)
+}
+
+/// A distinct IPv4 address per `n`.
+fn address(n: usize) -> String {
+    format!("10.{}.{}.{}", (n >> 16) & 255, (n >> 8) & 255, n & 255)
+}
+
+/// `(URL, collection path, body)` of each object to create: per MCS its hub Service, the MCS
+/// (providers = its provider, consumers = all members) and the native `slices` in the provider.
+fn preload_requests(
+    fleet: &Fleet,
+    ns: &str,
+    all: &[Mcs],
+    slices: &[&str],
+) -> Vec<(String, String, Value)> {
+    let ports = json!([{"name": "http", "port": 80, "targetPort": 8080, "protocol": "TCP"}]);
+    let mut requests = Vec::new();
+    for (i, m) in all.iter().enumerate() {
+        let at = ObjectRef::new(ns, &m.name);
+        let provider = &fleet.members[m.provider];
+        let spec = json!({"providerClusters": [{"name": provider.0}]});
+        requests.push((
+            fleet.hub.clone(),
+            services_path(ns),
+            service_of(&at, ports.clone()),
+        ));
+        requests.push((fleet.hub.clone(), mcs_path(ns), mcs_of(&at, spec)));
+        for (s, suffix) in slices.iter().enumerate() {
+            let slice = native_slice_of(&at, &format!("{}-{suffix}", m.name), &address(i * 8 + s));
+            requests.push((provider.1.clone(), slices_path(ns), slice));
+        }
+    }
+    requests
+}
+
+/// POSTs every request, [`PRELOAD_CONCURRENCY`] at a time.
+async fn preload(http: &reqwest::Client, requests: Vec<(String, String, Value)>) {
+    let queue = Arc::new(Mutex::new(requests.into_iter()));
+    let mut tasks = tokio::task::JoinSet::new();
+    for _ in 0..PRELOAD_CONCURRENCY {
+        let (queue, http) = (queue.clone(), http.clone());
+        tasks.spawn(async move {
+            loop {
+                let next = queue.lock().unwrap().next();
+                let Some((url, path, body)) = next else { break };
+                post(&http, &url, &path, &body).await;
+            }
+        });
+    }
+    while let Some(done) = tasks.join_next().await {
+        done.unwrap();
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 1. Propagation latency
+
+async fn latency(settings: &Settings) {
+    let ns = "lat";
+    let mut fleet = Fleet::start("latency", settings.latency_members).await;
+    let all = workload(settings.latency_mcs, settings.latency_members);
+    let members = fleet.members.len();
+    println!(
+        "\n== propagation latency: hub + {members} members, {} MCS (one provider each, consumers = all members), {} sequential writes, --workers {}, --resync-interval {}",
+        all.len(),
+        settings.writes,
+        settings.workers[0],
+        settings.resync
+    );
+    preload(&fleet.http, preload_requests(&fleet, ns, &all, &["a"])).await;
+    let mut events = fleet.watch_copies(ns).await;
+    fleet.start_controller(settings.workers[0], settings);
+    let mut copies = Copies::default();
+    let expected: Vec<(usize, String)> = all
+        .iter()
+        .flat_map(|m| {
+            let name = copy_name(&fleet, m.provider, &format!("{}-a", m.name));
+            consumers(members, m.provider).map(move |c| (c, name.clone()))
+        })
+        .collect();
+    let started = Instant::now();
+    let deadline = started + settings.timeout;
+    while !expected.iter().all(|key| copies.has(key)) {
+        let Some(event) = next_before(&mut events, deadline).await else {
+            panic!("initial copies missing after {:?}", settings.timeout);
+        };
+        copies.record(&event);
+    }
+    println!("initial copies in place after {:.2?}", started.elapsed());
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let before = fleet.metrics().await;
+    let mut first = Vec::new();
+    let mut last = Vec::new();
+    let mut missed = 0;
+    for k in 0..settings.writes {
+        let m = &all[k % all.len()];
+        match one_write(&fleet, &mut events, &mut copies, ns, m, k).await {
+            Some((to_first, to_all)) => {
+                first.push(to_first);
+                last.push(to_all);
+            }
+            None => missed += 1,
+        }
+    }
+    let after = fleet.metrics().await;
+    println!("(client side, from just before the PUT to the watch event on the consumer)");
+    print_latencies("first consumer", &mut first);
+    print_latencies(&format!("all {} consumers", members - 1), &mut last);
+    if missed > 0 {
+        println!("writes not seen in every consumer within {WRITE_DEADLINE:?}: {missed}");
+    }
+    print_histogram_delta(&before, &after);
+}
+
+/// Consumers of an MCS whose provider is `provider`: every other member.
+fn consumers(members: usize, provider: usize) -> impl Iterator<Item = usize> {
+    (0..members).filter(move |c| *c != provider)
+}
+
+/// The next event, or `None` once `deadline` passed (or every watch ended).
+async fn next_before(
+    events: &mut UnboundedReceiver<WatchEvent>,
+    deadline: Instant,
+) -> Option<WatchEvent> {
+    let deadline = tokio::time::Instant::from_std(deadline);
+    tokio::time::timeout_at(deadline, events.recv())
+        .await
+        .ok()
+        .flatten()
+}
+
+/// Our copies per member as the watches show them: `(member, name)` → first address.
+#[derive(Default)]
+struct Copies(HashMap<(usize, String), String>);
+
+impl Copies {
+    fn record(&mut self, event: &WatchEvent) {
+        let name = event.object["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default();
+        let key = (event.tag, name.to_string());
+        match event.kind.as_str() {
+            "ADDED" | "MODIFIED" => {
+                let address = &event.object["endpoints"][0]["addresses"][0];
+                let address = address.as_str().unwrap_or_default().to_string();
+                self.0.insert(key, address);
+            }
+            "DELETED" => {
+                self.0.remove(&key);
+            }
+            _ => {}
+        }
+    }
+
+    fn has(&self, key: &(usize, String)) -> bool {
+        self.0.contains_key(key)
+    }
+
+    fn address(&self, member: usize, name: &str) -> Option<&str> {
+        self.0.get(&(member, name.to_string())).map(String::as_str)
+    }
+}
+
+/// PUTs MCS `m`'s native slice with a new address; returns the time until the first and until
+/// the last consumer's watch delivered the new copy, or `None` after [`WRITE_DEADLINE`].
+async fn one_write(
+    fleet: &Fleet,
+    events: &mut UnboundedReceiver<WatchEvent>,
+    copies: &mut Copies,
+    ns: &str,
+    m: &Mcs,
+    k: usize,
+) -> Option<(Duration, Duration)> {
+    let slice = format!("{}-a", m.name);
+    let copy = copy_name(fleet, m.provider, &slice);
+    let new_address = address(1_000_000 + k);
+    let body = native_slice_of(&ObjectRef::new(ns, &m.name), &slice, &new_address);
+    let path = format!("{}/{slice}", slices_path(ns));
+    let mut waiting: HashSet<usize> = consumers(fleet.members.len(), m.provider).collect();
+    let start = Instant::now();
+    put(&fleet.http, fleet.member_url(m.provider), &path, &body).await;
+    let deadline = start + WRITE_DEADLINE;
+    let mut first = None;
+    while !waiting.is_empty() {
+        let event = next_before(events, deadline).await?;
+        copies.record(&event);
+        if copies.address(event.tag, &copy) == Some(new_address.as_str())
+            && waiting.remove(&event.tag)
+        {
+            first.get_or_insert(event.at - start);
+            if waiting.is_empty() {
+                return Some((first?, event.at - start));
+            }
+        }
+    }
+    None
+}
+
+fn print_latencies(what: &str, samples: &mut [Duration]) {
+    samples.sort();
+    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+    let at = |p: f64| {
+        let rank = ((p * samples.len() as f64).ceil() as usize).clamp(1, samples.len());
+        ms(samples[rank - 1])
+    };
+    if samples.is_empty() {
+        return println!("{what}: no samples");
+    }
+    println!(
+        "{what:>18}: n={} p50={:.1} ms p90={:.1} ms p99={:.1} ms max={:.1} ms",
+        samples.len(),
+        at(0.50),
+        at(0.90),
+        at(0.99),
+        ms(samples[samples.len() - 1])
+    );
+}
+
+/// The controller's own `mcs_policy_sync_propagation_seconds` over the writes.
+fn print_histogram_delta(before: &str, after: &str) {
+    let name = "mcs_policy_sync_propagation_seconds";
+    let delta = |suffix: &str| {
+        let key = format!("{name}_{suffix}");
+        metric(after, &key).unwrap_or(0.0) - metric(before, &key).unwrap_or(0.0)
+    };
+    let (count, sum) = (delta("count"), delta("sum"));
+    println!(
+        "controller {name} over the writes: count={count} sum={sum:.3} s mean={:.1} ms",
+        if count > 0.0 {
+            sum / count * 1000.0
+        } else {
+            0.0
+        }
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// 2. Cold start
+
+/// One cold start's numbers.
+struct ColdRow {
+    workers: u16,
+    preload: Duration,
+    /// Until every expected copy was in every consumer (or `None`: did not converge).
+    copies: Option<Duration>,
+    /// Until every MCS had `EndpointSliceDispatched=True`.
+    dispatched: Option<Duration>,
+    found_copies: usize,
+    expected_copies: usize,
+    services: usize,
+    hwm_kib: u64,
+    rss_kib: u64,
+    controller_cpu: f64,
+    sims_cpu: f64,
+    metrics: String,
+}
+
+async fn cold_start(settings: &Settings, workers: u16) -> ColdRow {
+    let ns = "bench";
+    let mut fleet = Fleet::start(&format!("cold-{workers}"), settings.members).await;
+    let all = workload(settings.mcs, settings.members);
+    let members = fleet.members.len();
+    println!(
+        "\n== cold start: hub + {members} members, {} MCS x 2 slices, --workers {workers}, --resync-interval {}",
+        all.len(),
+        settings.resync
+    );
+    let started = Instant::now();
+    preload(&fleet.http, preload_requests(&fleet, ns, &all, &["a", "b"])).await;
+    let preload_time = started.elapsed();
+    println!("preloaded {} objects in {preload_time:.2?}", all.len() * 4);
+    let mut missing = expected_copies(&fleet, &all);
+    let expected: usize = missing.iter().map(HashSet::len).sum();
+    let mut events = fleet.watch_copies(ns).await;
+    fleet.start_controller(workers, settings);
+    let pid = fleet.controller_pid();
+    let start = Instant::now();
+    let deadline = start + settings.timeout;
+    let copies = await_copies(&mut events, &mut missing, start, deadline, pid).await;
+    let found = expected - missing.iter().map(HashSet::len).sum::<usize>();
+    let dispatched = match copies {
+        Some(_) => await_dispatched(&fleet, ns, all.len(), deadline).await,
+        None => None,
+    };
+    let dispatched = dispatched.map(|at| at - start);
+    match (copies, dispatched) {
+        (Some(c), Some(d)) => println!(
+            "converged: {expected} copies after {c:.2?}, all MCS EndpointSliceDispatched=True after {d:.2?}"
+        ),
+        (Some(c), None) => println!(
+            "copies converged after {c:.2?}; not every MCS EndpointSliceDispatched=True within {:?}",
+            settings.timeout
+        ),
+        _ => println!("did not converge: {found} of {expected} copies"),
+    }
+    let listed = count_listed(&fleet, ns).await;
+    println!(
+        "listed in the members: {} copies, {} services",
+        listed.0, listed.1
+    );
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let sims_cpu = fleet.sims.iter().map(|s| cpu_seconds(s.0.id())).sum();
+    let row = ColdRow {
+        workers,
+        preload: preload_time,
+        copies,
+        dispatched,
+        found_copies: listed.0,
+        expected_copies: expected,
+        services: listed.1,
+        hwm_kib: proc_field(&status, "VmHWM").unwrap_or(0),
+        rss_kib: proc_field(&status, "VmRSS").unwrap_or(0),
+        controller_cpu: cpu_seconds(pid),
+        sims_cpu,
+        metrics: fleet.metrics().await,
+    };
+    print_cold_details(&fleet, &row, start.elapsed());
+    row
+}
+
+/// Per member, the names of the copies it must hold: two per MCS it does not provide.
+fn expected_copies(fleet: &Fleet, all: &[Mcs]) -> Vec<HashSet<String>> {
+    let mut missing = vec![HashSet::new(); fleet.members.len()];
+    for m in all {
+        for consumer in consumers(fleet.members.len(), m.provider) {
+            for suffix in ["a", "b"] {
+                let copy = copy_name(fleet, m.provider, &format!("{}-{suffix}", m.name));
+                missing[consumer].insert(copy);
+            }
+        }
+    }
+    missing
+}
+
+/// Follows the copy watches until nothing is `missing` (returns the time of the event that
+/// completed it, from `start`) or `deadline`; prints progress and the controller's RSS.
+async fn await_copies(
+    events: &mut UnboundedReceiver<WatchEvent>,
+    missing: &mut [HashSet<String>],
+    start: Instant,
+    deadline: Instant,
+    pid: u32,
+) -> Option<Duration> {
+    let total: usize = missing.iter().map(HashSet::len).sum();
+    let mut left = total;
+    let mut report = start + Duration::from_secs(5);
+    while left > 0 {
+        let until = deadline.min(report);
+        match next_before(events, until).await {
+            Some(event) if event.kind == "ADDED" || event.kind == "MODIFIED" => {
+                let name = event.object["metadata"]["name"]
+                    .as_str()
+                    .unwrap_or_default();
+                if missing[event.tag].remove(name) {
+                    left -= 1;
+                    if left == 0 {
+                        return Some(event.at - start);
+                    }
+                }
+            }
+            Some(_) => {}
+            None if Instant::now() >= deadline => return None,
+            None => {
+                let status = std::fs::read_to_string(format!("/proc/{pid}/status"));
+                let rss = proc_field(&status.unwrap_or_default(), "VmRSS").unwrap_or(0);
+                println!(
+                    "  t={:>5.1}s copies {:>6}/{total} controller RSS {} MB",
+                    start.elapsed().as_secs_f64(),
+                    total - left,
+                    rss / 1024
+                );
+                report += Duration::from_secs(5);
+            }
+        }
+    }
+    Some(Duration::ZERO)
+}
+
+/// Polls the hub every 250 ms until `count` MCS report `EndpointSliceDispatched=True`;
+/// returns when that was seen, `None` at `deadline`.
+async fn await_dispatched(
+    fleet: &Fleet,
+    ns: &str,
+    count: usize,
+    deadline: Instant,
+) -> Option<Instant> {
+    while Instant::now() < deadline {
+        let list = get(&fleet.http, &fleet.hub, &mcs_path(ns)).await?;
+        let items = list["items"].as_array()?;
+        let done = items.iter().filter(|m| dispatched(m)).count();
+        if done >= count {
+            return Some(Instant::now());
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    None
+}
+
+fn dispatched(mcs: &Value) -> bool {
+    let conditions = mcs["status"]["conditions"].as_array();
+    conditions
+        .into_iter()
+        .flatten()
+        .any(|c| c["type"] == "EndpointSliceDispatched" && c["status"] == "True")
+}
+
+/// Our copies and all Services in namespace `ns`, summed over the members (one list each).
+async fn count_listed(fleet: &Fleet, ns: &str) -> (usize, usize) {
+    let copies_path = format!(
+        "{}?labelSelector={MANAGED_BY}%3D{DISPATCH}",
+        slices_path(ns)
+    );
+    let mut totals = (0, 0);
+    for (_, url) in &fleet.members {
+        let count =
+            |list: Option<Value>| list.map_or(0, |l| l["items"].as_array().map_or(0, Vec::len));
+        totals.0 += count(get(&fleet.http, url, &copies_path).await);
+        totals.1 += count(get(&fleet.http, url, &services_path(ns)).await);
+    }
+    totals
+}
+
+fn print_cold_details(fleet: &Fleet, row: &ColdRow, elapsed: Duration) {
+    let value = |name: &str| metric(&row.metrics, name).unwrap_or(0.0);
+    let errors: f64 = row
+        .metrics
+        .lines()
+        .filter(|l| l.starts_with("mcs_policy_sync_cluster_errors_total{"))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .fold(0.0, |a, b| a + b);
+    let log = std::fs::read_to_string(fleet.log_path()).unwrap_or_default();
+    let warnings = log.lines().filter(|l| l.contains("WARN")).count();
+    println!(
+        "controller: VmHWM {} MB, VmRSS {} MB; CPU {:.1} s (kube-sims {:.1} s) over {:.1} s",
+        row.hwm_kib / 1024,
+        row.rss_kib / 1024,
+        row.controller_cpu,
+        row.sims_cpu,
+        elapsed.as_secs_f64()
+    );
+    println!(
+        "metrics: reconciles {} (change-driven {}) resync passes {} applied {} deleted {} cluster errors {errors:.0}; log: {} WARN lines ({})",
+        value("mcs_policy_sync_reconciles_total"),
+        value("mcs_policy_sync_propagation_seconds_count"),
+        value("mcs_policy_sync_passes_total"),
+        value("mcs_policy_sync_applied_total"),
+        value("mcs_policy_sync_deleted_total"),
+        warnings,
+        fleet.log_path().display()
+    );
+}
+
+fn print_cold_table(settings: &Settings, rows: &[ColdRow]) {
+    let secs =
+        |d: Option<Duration>| d.map_or("-".to_string(), |d| format!("{:.1} s", d.as_secs_f64()));
+    println!(
+        "\n== cold start summary: {} members, {} MCS x 2 slices, --resync-interval {}",
+        settings.members, settings.mcs, settings.resync
+    );
+    println!(
+        "| workers | preload | all copies | all Dispatched=True | copies listed | services listed | VmHWM | VmRSS after | controller CPU | kube-sim CPU |"
+    );
+    println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |");
+    for r in rows {
+        println!(
+            "| {} | {:.1} s | {} | {} | {}/{} | {} | {} MB | {} MB | {:.1} s | {:.1} s |",
+            r.workers,
+            r.preload.as_secs_f64(),
+            secs(r.copies),
+            secs(r.dispatched),
+            r.found_copies,
+            r.expected_copies,
+            r.services,
+            r.hwm_kib / 1024,
+            r.rss_kib / 1024,
+            r.controller_cpu,
+            r.sims_cpu
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// /proc
+
+/// The number of a `Key:   123 kB` line of a /proc file.
+fn proc_field(text: &str, key: &str) -> Option<u64> {
+    let line = text.lines().find(|l| l.starts_with(&format!("{key}:")))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// User + system CPU seconds of process `pid` so far (/proc/PID/stat, 100 ticks a second).
+fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the `(comm)`: state is field 3, utime 14, stime 15.
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    (ticks(11) + ticks(12)) / 100.0
+}
