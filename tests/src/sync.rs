@@ -188,23 +188,19 @@ impl World {
         }
     }
 
+    /// Creates, in the cluster at `url`, a slice of Service `shop/web` as the member's own
+    /// EndpointSlice controller makes it (see [`native_slice`]).
+    pub async fn add_native_slice(&self, url: &str, name: &str, address: &str) {
+        post(&self.http, url, SLICES, &native_slice(name, address)).await;
+    }
+
     /// A native slice in each member and an MCS over all members; waits until each member
     /// holds its own slice and the other's copy.
     pub async fn sync_a_slice_from_each_member(&self) {
-        post(
-            &self.http,
-            &self.member1,
-            SLICES,
-            &native_slice("web-a", "10.1.0.1"),
-        )
-        .await;
-        post(
-            &self.http,
-            &self.member2,
-            SLICES,
-            &native_slice("web-b", "10.2.0.1"),
-        )
-        .await;
+        self.add_native_slice(&self.member1, "web-a", "10.1.0.1")
+            .await;
+        self.add_native_slice(&self.member2, "web-b", "10.2.0.1")
+            .await;
         post(&self.http, &self.hub, MCS, &mcs(json!({}))).await;
         self.await_slices(&self.member1, "member1", &["member2-web-b", "web-a"])
             .await;

@@ -10,13 +10,7 @@ use tests::sync::*;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn copies_a_provider_slice_into_the_consumer_and_reports_success() {
     let w = World::start("one-to-one").await;
-    post(
-        &w.http,
-        &w.member1,
-        SLICES,
-        &native_slice("web-abc", "10.1.0.7"),
-    )
-    .await;
+    w.add_native_slice(&w.member1, "web-abc", "10.1.0.7").await;
     post(&w.http, &w.hub, MCS, &member1_to_member2()).await;
 
     w.await_slices(&w.member2, "member2", &["member1-web-abc"])
@@ -70,13 +64,7 @@ async fn empty_cluster_lists_sync_every_member_to_every_other() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn prunes_the_copy_of_a_deleted_slice_and_never_touches_foreign_slices() {
     let w = World::start("prune").await;
-    post(
-        &w.http,
-        &w.member1,
-        SLICES,
-        &native_slice("web-abc", "10.1.0.7"),
-    )
-    .await;
+    w.add_native_slice(&w.member1, "web-abc", "10.1.0.7").await;
     post(
         &w.http,
         &w.member2,
@@ -126,13 +114,7 @@ async fn deleting_the_mcs_removes_every_copy_then_releases_it() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_copy_keeps_only_the_ports_the_mcs_lists() {
     let w = World::start("ports").await;
-    post(
-        &w.http,
-        &w.member1,
-        SLICES,
-        &native_slice("web-abc", "10.1.0.7"),
-    )
-    .await;
+    w.add_native_slice(&w.member1, "web-abc", "10.1.0.7").await;
     let mut object = member1_to_member2();
     // `port` is required by the MCS schema and validation; without the hub Service's ports the
     // filter matches the entry by name.
@@ -153,13 +135,7 @@ async fn the_copy_keeps_only_the_ports_the_mcs_lists() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unreachable_provider_keeps_its_copies_and_is_reported() {
     let w = World::start("unreachable").await;
-    post(
-        &w.http,
-        &w.member1,
-        SLICES,
-        &native_slice("web-abc", "10.1.0.7"),
-    )
-    .await;
+    w.add_native_slice(&w.member1, "web-abc", "10.1.0.7").await;
     post(&w.http, &w.hub, MCS, &member1_to_member2()).await;
     w.await_slices(&w.member2, "member2", &["member1-web-abc"])
         .await;
@@ -196,20 +172,8 @@ async fn an_unreachable_provider_keeps_its_copies_and_is_reported() {
 async fn past_the_stale_endpoint_timeout_an_unreachable_providers_copies_are_withdrawn() {
     let w = World::start_full("stale", "200ms", &["--stale-endpoint-timeout", "1s"], true).await;
     let member3 = w.member3.clone().unwrap();
-    post(
-        &w.http,
-        &w.member1,
-        SLICES,
-        &native_slice("web-abc", "10.1.0.7"),
-    )
-    .await;
-    post(
-        &w.http,
-        &member3,
-        SLICES,
-        &native_slice("web-xyz", "10.3.0.9"),
-    )
-    .await;
+    w.add_native_slice(&w.member1, "web-abc", "10.1.0.7").await;
+    w.add_native_slice(&member3, "web-xyz", "10.3.0.9").await;
     let both = json!({
         "providerClusters": [{"name": "member1"}, {"name": "member3"}],
         "consumerClusters": [{"name": "member2"}],
@@ -247,13 +211,7 @@ async fn past_the_stale_endpoint_timeout_an_unreachable_providers_copies_are_wit
 async fn metrics_count_passes_and_applied_copies() {
     let listen = free_addr();
     let w = World::start_full("metrics", "200ms", &["--metrics-listen", &listen], false).await;
-    post(
-        &w.http,
-        &w.member1,
-        SLICES,
-        &native_slice("web-abc", "10.1.0.7"),
-    )
-    .await;
+    w.add_native_slice(&w.member1, "web-abc", "10.1.0.7").await;
     post(&w.http, &w.hub, MCS, &member1_to_member2()).await;
     w.await_slices(&w.member2, "member2", &["member1-web-abc"])
         .await;
@@ -275,13 +233,7 @@ async fn a_provider_change_is_synced_by_the_watch_without_waiting_for_a_resync()
     post(&w.http, &w.hub, MCS, &member1_to_member2()).await;
     w.await_dispatched("True", "successfully").await;
 
-    post(
-        &w.http,
-        &w.member1,
-        SLICES,
-        &native_slice("web-abc", "10.1.0.7"),
-    )
-    .await;
+    w.add_native_slice(&w.member1, "web-abc", "10.1.0.7").await;
     w.await_slices(&w.member2, "member2", &["member1-web-abc"])
         .await;
     // An update of the provider's slice reaches the copy.
@@ -302,13 +254,7 @@ async fn a_provider_change_is_synced_by_the_watch_without_waiting_for_a_resync()
 async fn changing_the_consumers_at_run_time_moves_the_copies() {
     let w = World::start_full("consumers-change", "1h", &[], true).await;
     let member3 = w.member3.clone().unwrap();
-    post(
-        &w.http,
-        &w.member1,
-        SLICES,
-        &native_slice("web-abc", "10.1.0.7"),
-    )
-    .await;
+    w.add_native_slice(&w.member1, "web-abc", "10.1.0.7").await;
     post(&w.http, &w.hub, MCS, &member1_to_member2()).await;
     w.await_slices(&w.member2, "member2", &["member1-web-abc"])
         .await;
@@ -357,13 +303,7 @@ async fn an_mcs_no_longer_cross_cluster_withdraws_its_copies_and_releases_its_fi
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_invalid_mcs_is_marked_not_valid_and_not_synced() {
     let w = World::start("invalid").await;
-    post(
-        &w.http,
-        &w.member1,
-        SLICES,
-        &native_slice("web-abc", "10.1.0.7"),
-    )
-    .await;
+    w.add_native_slice(&w.member1, "web-abc", "10.1.0.7").await;
     let mut object = member1_to_member2();
     object["spec"]["ports"] = json!([{"name": "foo.withdot", "port": 80}]);
     post(&w.http, &w.hub, MCS, &object).await;
@@ -388,13 +328,7 @@ async fn an_invalid_mcs_is_marked_not_valid_and_not_synced() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unnamed_mcs_port_matches_by_number_through_the_hub_service() {
     let w = World::start("service-ports").await;
-    post(
-        &w.http,
-        &w.member1,
-        SLICES,
-        &native_slice("web-abc", "10.1.0.7"),
-    )
-    .await;
+    w.add_native_slice(&w.member1, "web-abc", "10.1.0.7").await;
     let ports = json!([{"name": "http", "port": 80}, {"name": "metrics", "port": 9090}]);
     post(&w.http, &w.hub, SERVICES, &service(ports)).await;
     let mut object = member1_to_member2();
@@ -459,13 +393,7 @@ async fn the_hub_service_is_propagated_and_updated_keeping_the_members_cluster_i
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_missing_template_fails_service_applied_but_slices_are_still_dispatched() {
     let w = World::start("service-missing").await;
-    post(
-        &w.http,
-        &w.member1,
-        SLICES,
-        &native_slice("web-abc", "10.1.0.7"),
-    )
-    .await;
+    w.add_native_slice(&w.member1, "web-abc", "10.1.0.7").await;
     post(&w.http, &w.hub, MCS, &member1_to_member2()).await;
 
     w.await_slices(&w.member2, "member2", &["member1-web-abc"])
@@ -524,13 +452,7 @@ async fn an_unknown_provider_is_reported_by_one_cluster_not_found_event() {
 
     // Passes that certainly ran after the first Event: one dispatches a new slice, a later one
     // prunes its copy (with 200ms resyncs in between); still exactly one ClusterNotFound.
-    post(
-        &w.http,
-        &w.member1,
-        SLICES,
-        &native_slice("web-abc", "10.1.0.7"),
-    )
-    .await;
+    w.add_native_slice(&w.member1, "web-abc", "10.1.0.7").await;
     w.await_slices(&w.member2, "member2", &["member1-web-abc"])
         .await;
     delete(&w.http, &w.member1, &format!("{SLICES}/web-abc")).await;
@@ -546,13 +468,7 @@ async fn an_unknown_provider_is_reported_by_one_cluster_not_found_event() {
 async fn a_copy_deleted_by_hand_is_put_back_at_once() {
     // No resync after the first pass: the watch on the consumer's copies repairs it.
     let w = World::start_with("deleted-by-hand", "1h").await;
-    post(
-        &w.http,
-        &w.member1,
-        SLICES,
-        &native_slice("web-abc", "10.1.0.7"),
-    )
-    .await;
+    w.add_native_slice(&w.member1, "web-abc", "10.1.0.7").await;
     post(&w.http, &w.hub, MCS, &member1_to_member2()).await;
     w.await_slices(&w.member2, "member2", &["member1-web-abc"])
         .await;
@@ -575,13 +491,7 @@ async fn a_copy_deleted_by_hand_is_put_back_at_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_resync_repairs_a_copy_changed_by_hand() {
     let w = World::start_with("changed-by-hand", "500ms").await;
-    post(
-        &w.http,
-        &w.member1,
-        SLICES,
-        &native_slice("web-abc", "10.1.0.7"),
-    )
-    .await;
+    w.add_native_slice(&w.member1, "web-abc", "10.1.0.7").await;
     post(&w.http, &w.hub, MCS, &member1_to_member2()).await;
     w.await_slices(&w.member2, "member2", &["member1-web-abc"])
         .await;

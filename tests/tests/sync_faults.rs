@@ -21,13 +21,7 @@ async fn server_errors_on_applies_are_retried_with_backoff_until_the_copy_lands(
     let fault =
         json!({"status": 500, "count": 3, "verbs": ["patch"], "resource": "endpointslices"});
     w.fault(&w.member2, fault).await;
-    post(
-        &w.http,
-        &w.member1,
-        SLICES,
-        &native_slice("web-abc", "10.1.0.7"),
-    )
-    .await;
+    w.add_native_slice(&w.member1, "web-abc", "10.1.0.7").await;
 
     let failed = w
         .await_event(
@@ -54,13 +48,7 @@ async fn throttled_applies_wait_for_retry_after_and_succeed_in_the_same_pass() {
                        "verbs": ["patch"], "resource": "endpointslices"});
     w.fault(&w.member2, fault).await;
     let written = Instant::now();
-    post(
-        &w.http,
-        &w.member1,
-        SLICES,
-        &native_slice("web-abc", "10.1.0.7"),
-    )
-    .await;
+    w.add_native_slice(&w.member1, "web-abc", "10.1.0.7").await;
     w.await_slices(&w.member2, "member2", &["member1-web-abc"])
         .await;
     let waited = written.elapsed();
@@ -114,13 +102,7 @@ async fn an_invalid_copy_is_reported_and_does_not_hold_up_the_other_consumer() {
     let fault = json!({"status": 422, "count": 100000, "verbs": ["patch"],
                        "resource": "endpointslices"});
     w.fault(&w.member2, fault).await;
-    post(
-        &w.http,
-        &w.member1,
-        SLICES,
-        &native_slice("web-abc", "10.1.0.7"),
-    )
-    .await;
+    w.add_native_slice(&w.member1, "web-abc", "10.1.0.7").await;
     let both = json!({
         "providerClusters": [{"name": "member1"}],
         "consumerClusters": [{"name": "member2"}, {"name": "member3"}],
@@ -190,13 +172,7 @@ async fn dropped_watches_are_re_established_and_changes_still_arrive() {
     for url in [&w.hub, &w.member1, &w.member2] {
         post(&w.http, url, "/_sim/drop-watches", &json!({})).await;
     }
-    post(
-        &w.http,
-        &w.member1,
-        SLICES,
-        &native_slice("web-abc", "10.1.0.7"),
-    )
-    .await;
+    w.add_native_slice(&w.member1, "web-abc", "10.1.0.7").await;
     w.await_slices(&w.member2, "member2", &["member1-web-abc"])
         .await;
 
@@ -212,13 +188,7 @@ async fn a_consumer_that_was_down_is_caught_up_when_it_returns() {
     w.await_dispatched("True", "successfully").await;
 
     w.unreachable(&w.member2, true).await;
-    post(
-        &w.http,
-        &w.member1,
-        SLICES,
-        &native_slice("web-abc", "10.1.0.7"),
-    )
-    .await;
+    w.add_native_slice(&w.member1, "web-abc", "10.1.0.7").await;
     let failed = w
         .await_dispatched("False", "cluster member2 is not ready")
         .await;
@@ -243,13 +213,7 @@ async fn a_cluster_that_does_not_serve_endpointslices_is_reported_api_incompatib
     let fault = json!({"status": 404, "count": 100000, "verbs": ["list"],
                        "resource": "endpointslices"});
     w.fault(&w.member2, fault).await;
-    post(
-        &w.http,
-        &w.member1,
-        SLICES,
-        &native_slice("web-abc", "10.1.0.7"),
-    )
-    .await;
+    w.add_native_slice(&w.member1, "web-abc", "10.1.0.7").await;
     post(&w.http, &w.hub, MCS, &member1_to_member2()).await;
 
     let event = w

@@ -116,13 +116,7 @@ async fn syncs_ready_push_members_with_the_token_of_their_secret() {
     join(&w, "secure", "Push", &secure, "s3cret", Some("True")).await;
     spawn_karmada_sync(&mut w);
 
-    post(
-        &w.http,
-        &member1,
-        SLICES,
-        &native_slice("web-a", "10.1.0.1"),
-    )
-    .await;
+    w.add_native_slice(&member1, "web-a", "10.1.0.1").await;
     post(&w.http, &w.hub, MCS, &mcs(json!({}))).await;
 
     w.await_slices(&member2, "member2", &["member1-web-a"])
@@ -147,13 +141,7 @@ async fn a_consumer_whose_ready_condition_is_false_is_skipped_until_it_turns_tru
     join(&w, "member2", "Push", &member2, "t2", Some("False")).await;
     spawn_karmada_sync(&mut w);
 
-    post(
-        &w.http,
-        &member1,
-        SLICES,
-        &native_slice("web-a", "10.1.0.1"),
-    )
-    .await;
+    w.add_native_slice(&member1, "web-a", "10.1.0.1").await;
     post(&w.http, &w.hub, MCS, &member1_to_member2()).await;
 
     // Its API answers, but Karmada says it is not ready: skipped (SPEC §4.8).
@@ -177,13 +165,7 @@ async fn a_pull_mode_cluster_is_never_contacted() {
     join(&w, "member3", "Pull", &member3, "t3", Some("True")).await;
     let index = spawn_karmada_sync(&mut w);
 
-    post(
-        &w.http,
-        &member1,
-        SLICES,
-        &native_slice("web-a", "10.1.0.1"),
-    )
-    .await;
+    w.add_native_slice(&member1, "web-a", "10.1.0.1").await;
     post(&w.http, &w.hub, MCS, &mcs(json!({}))).await;
     w.await_slices(&member2, "member2", &["member1-web-a"])
         .await;
@@ -219,13 +201,7 @@ async fn a_cluster_joining_at_run_time_becomes_a_member_once_its_secret_exists()
     let (member1, member2) = (w.member1.clone(), w.member2.clone());
     join(&w, "member1", "Push", &member1, "t1", Some("True")).await;
     let index = spawn_karmada_sync(&mut w);
-    post(
-        &w.http,
-        &member1,
-        SLICES,
-        &native_slice("web-a", "10.1.0.1"),
-    )
-    .await;
+    w.add_native_slice(&member1, "web-a", "10.1.0.1").await;
     post(&w.http, &w.hub, MCS, &mcs(json!({}))).await;
     w.await_dispatched("True", "dispatched successfully").await;
 
@@ -254,13 +230,7 @@ async fn a_rotated_secret_gives_the_member_a_new_client() {
     join(&w, "member1", "Push", &member1, "t1", Some("True")).await;
     join(&w, "secure", "Push", &secure, "old", Some("True")).await;
     spawn_karmada_sync(&mut w);
-    post(
-        &w.http,
-        &member1,
-        SLICES,
-        &native_slice("web-a", "10.1.0.1"),
-    )
-    .await;
+    w.add_native_slice(&member1, "web-a", "10.1.0.1").await;
     let to_secure = mcs(json!({
         "providerClusters": [{"name": "member1"}],
         "consumerClusters": [{"name": "secure"}],

@@ -77,7 +77,7 @@ async fn scrape(w: &World, addr: &str) -> String {
 
 /// Posts a native slice `name` in member1 and, with `mcs`, the MCS member1 → member2.
 async fn provide(w: &World, name: &str, address: &str, mcs: bool) {
-    post(&w.http, &w.member1, SLICES, &native_slice(name, address)).await;
+    w.add_native_slice(&w.member1, name, address).await;
     if mcs {
         post(&w.http, &w.hub, MCS, &member1_to_member2()).await;
     }
