@@ -96,6 +96,13 @@ async fn slice_names_with_token(w: &World, url: &str, token: &str) -> Vec<String
     names
 }
 
+/// Rotates the secret of Karmada cluster `secure` to the token `new`, as an operator would.
+async fn rotate_secure_token(w: &World) {
+    let rotated = karmada_secret("secure", "new", Some(&ca_bundle()));
+    let path = format!("{KARMADA_SECRETS}/secure");
+    put(&w.http, &w.hub, &path, &rotated).await;
+}
+
 /// Waits until the token-protected cluster at `url` holds exactly `want`.
 async fn await_slices_with_token(w: &World, url: &str, token: &str, want: &[&str]) {
     w.eventually(&format!("{url} to hold exactly {want:?}"), || async {
@@ -244,14 +251,7 @@ async fn a_rotated_secret_gives_the_member_a_new_client() {
         Vec::<String>::new()
     );
 
-    let rotated = karmada_secret("secure", "new", Some(&ca_bundle()));
-    put(
-        &w.http,
-        &w.hub,
-        &format!("{KARMADA_SECRETS}/secure"),
-        &rotated,
-    )
-    .await;
+    rotate_secure_token(&w).await;
     await_slices_with_token(&w, &secure, "new", &["member1-web-a"]).await;
     w.await_dispatched("True", "dispatched successfully").await;
 }
@@ -272,14 +272,7 @@ async fn after_a_rotation_the_members_watch_uses_the_new_client() {
     post(&w.http, &w.hub, MCS, &from_secure).await;
     w.await_dispatched("False", "secure").await;
 
-    let rotated = karmada_secret("secure", "new", Some(&ca_bundle()));
-    put(
-        &w.http,
-        &w.hub,
-        &format!("{KARMADA_SECRETS}/secure"),
-        &rotated,
-    )
-    .await;
+    rotate_secure_token(&w).await;
     // A retry after the membership refresh (every 2s) reads `secure` with the new client and
     // succeeds; from then on nothing is retried, so only a watch through the new client can
     // report the slice made next.
