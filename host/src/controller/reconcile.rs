@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
 
 use futures::future::join_all;
-
+use k8s_openapi::api::discovery::v1 as discovery;
 use kube::api::DynamicObject;
 
 use super::Context;
@@ -276,7 +276,7 @@ async fn dispatch(
     service_ports: Option<&[ServicePort]>,
 ) -> Report {
     let mut report = Report::default();
-    let (read, unreadable) = collect(ctx, object, plan, ready, &mut report).await;
+    let (provided, unreadable) = collect(ctx, object, plan, ready, &mut report).await;
     // Pruning needs every provider's slices: a provider we could not read keeps its copies,
     // unless it has been unreadable past `--stale-endpoint-timeout` (it then counts as read
     // with zero slices: nothing of it is desired).
@@ -305,7 +305,7 @@ async fn dispatch(
             plan,
             cluster,
         };
-        target.sync_copies(&read, service_ports, complete)
+        target.sync_copies(&provided, service_ports, complete)
     }))
     .await;
     report.absorb(Report::merged(parts));
@@ -321,11 +321,11 @@ struct Target<'a> {
 }
 
 impl Target<'_> {
-    /// Applies the copies of `read` (the providers' slices) this member must hold, when it is
-    /// a consumer; prunes the stale ones when the providers' slices are `complete`.
+    /// Applies the copies of `provided` (the providers' slices) this member must hold, when
+    /// it is a consumer; prunes the stale ones when the providers' slices are `complete`.
     async fn sync_copies(
         self,
-        read: &[(String, Vec<EndpointSlice>)],
+        provided: &[Provided],
         service_ports: Option<&[ServicePort]>,
         complete: bool,
     ) -> Report {
@@ -334,13 +334,21 @@ impl Target<'_> {
         let mcs = &self.plan.mcs;
         let client = &self.cluster.client;
         let is_consumer = self.plan.consumers.iter().any(|c| c == member);
-        let existing = match list_slice_objects(client, member, &mcs.namespace, &mcs.name).await {
-            Ok(existing) => existing,
-            Err(err) => {
-                let role = if is_consumer { "Consumer" } else { "Provider" };
-                report.fail_list(object, role, member, &err);
-                return report;
-            }
+        // A provider's slices of this Service were listed moments ago: the same list.
+        let listed;
+        let existing = match provided.iter().find(|p| p.cluster == member) {
+            Some(own) => &own.objects,
+            None => match list_slice_objects(client, member, &mcs.namespace, &mcs.name).await {
+                Ok(objects) => {
+                    listed = objects;
+                    &listed
+                }
+                Err(err) => {
+                    let role = if is_consumer { "Consumer" } else { "Provider" };
+                    report.fail_list(object, role, member, &err);
+                    return report;
+                }
+            },
         };
         let versions: BTreeMap<&str, Option<&String>> = existing
             .iter()
@@ -355,7 +363,12 @@ impl Target<'_> {
         let held: Vec<EndpointSlice> = existing.iter().map(convert::slice_to_wit).collect();
         let mut desired = Vec::new();
         if is_consumer {
-            for (provider, slices) in read.iter().filter(|(p, _)| p != member) {
+            for Provided {
+                cluster: provider,
+                slices,
+                ..
+            } in provided.iter().filter(|p| p.cluster != member)
+            {
                 let copies = match ctx
                     .planner
                     .filter(mcs, service_ports, provider, member, slices)
@@ -400,6 +413,15 @@ fn not_ready(ctx: &Context, cluster: &str) -> ReadError {
     }
 }
 
+/// One provider's slices of the Service as read this pass.
+struct Provided {
+    cluster: String,
+    /// As listed.
+    objects: Vec<discovery::EndpointSlice>,
+    /// The same, as the component's records.
+    slices: Vec<EndpointSlice>,
+}
+
 /// The slices of every ready provider (read at once), and the providers that could not be
 /// read.
 async fn collect(
@@ -408,7 +430,7 @@ async fn collect(
     plan: &SyncPlan,
     ready: &[String],
     report: &mut Report,
-) -> (Vec<(String, Vec<EndpointSlice>)>, Vec<String>) {
+) -> (Vec<Provided>, Vec<String>) {
     let mut unreadable = Vec::new();
     let mut readable = Vec::new();
     for provider in &plan.providers {
@@ -424,14 +446,18 @@ async fn collect(
     }
     let (ns, name) = (&plan.mcs.namespace, &plan.mcs.name);
     let lists = join_all(readable.into_iter().map(|cluster| async move {
-        let slices = list_slices(&cluster.client, &cluster.name, ns, name).await;
-        (cluster.name.clone(), slices)
+        let objects = list_slice_objects(&cluster.client, &cluster.name, ns, name).await;
+        (cluster.name.clone(), objects)
     }))
     .await;
     let mut read = Vec::new();
-    for (provider, slices) in lists {
-        match slices {
-            Ok(slices) => read.push((provider, slices)),
+    for (provider, objects) in lists {
+        match objects {
+            Ok(objects) => read.push(Provided {
+                slices: objects.iter().map(convert::slice_to_wit).collect(),
+                cluster: provider,
+                objects,
+            }),
             Err(err) => {
                 report.fail_list(object, "Provider", &provider, &err);
                 unreadable.push(provider);
