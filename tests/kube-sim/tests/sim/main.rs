@@ -1,5 +1,6 @@
 //! Integration tests: the real kube-sim binary, driven by kube-rs clients, raw HTTP and kubectl.
 
+mod conformance;
 mod crd;
 mod crud;
 mod discovery;
