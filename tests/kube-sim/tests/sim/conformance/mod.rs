@@ -6,9 +6,9 @@
 //! `$KUBE_SIM_TRANSCRIPTS`, by default `../shared/k8s-1.36` beside the repository, and fails
 //! with a message saying so when there is no such folder. `KUBE_SIM_CONFORMANCE_ONLY=08,10`
 //! replays only the files whose names start with those prefixes.
-//! `KUBE_SIM_CONFORMANCE_IGNORE=managedFields` leaves `metadata.managedFields` out of the
-//! comparison on both sides: a development aid while that part is being built, never set in
-//! CI (the full comparison is the test).
+//! `KUBE_SIM_CONFORMANCE_IGNORE=managedFields,ports` leaves the object keys named out of the
+//! comparison on both sides, wherever they appear: a development aid while those parts are
+//! being built, never set in CI (the full comparison is the test).
 
 mod exceptions;
 mod http;
@@ -319,9 +319,10 @@ async fn replay_step(
     let status_ok = expected["status"].as_u64() == Some(u64::from(answer.status));
     let mut answer = answer;
     let mut expected_body = expected_body.clone();
-    if std::env::var("KUBE_SIM_CONFORMANCE_IGNORE").is_ok_and(|v| v.contains("managedFields")) {
-        drop_managed_fields(&mut expected_body);
-        drop_managed_fields(&mut answer.body);
+    if let Ok(ignored) = std::env::var("KUBE_SIM_CONFORMANCE_IGNORE") {
+        let keys: Vec<&str> = ignored.split(',').map(str::trim).collect();
+        drop_keys(&mut expected_body, &keys);
+        drop_keys(&mut answer.body, &keys);
     }
     let expected_body = &expected_body;
     let mut problems = Vec::new();
@@ -364,16 +365,14 @@ async fn replay_step(
     Ok((status_ok, difference))
 }
 
-/// Removes every `metadata.managedFields` inside `value`.
-fn drop_managed_fields(value: &mut Value) {
+/// Removes every object key named in `keys` inside `value`.
+fn drop_keys(value: &mut Value, keys: &[&str]) {
     match value {
         Value::Object(map) => {
-            if let Some(Value::Object(meta)) = map.get_mut("metadata") {
-                meta.remove("managedFields");
-            }
-            map.values_mut().for_each(drop_managed_fields);
+            map.retain(|k, _| !keys.contains(&k.as_str()));
+            map.values_mut().for_each(|v| drop_keys(v, keys));
         }
-        Value::Array(items) => items.iter_mut().for_each(drop_managed_fields),
+        Value::Array(items) => items.iter_mut().for_each(|v| drop_keys(v, keys)),
         _ => {}
     }
 }
