@@ -74,8 +74,13 @@ impl Guest for Policy {
         plan_sync(&mcs, &registered_clusters)
     }
 
-    fn prune(mcs: McsRef, existing: Vec<EndpointSlice>, desired: Vec<String>) -> Vec<String> {
-        plan::prune(&mcs, &existing, &desired)
+    fn prune(
+        mcs: McsRef,
+        existing: Vec<EndpointSlice>,
+        desired: Vec<String>,
+        kept_sources: Vec<String>,
+    ) -> Vec<String> {
+        plan::prune(&mcs, &existing, &desired, &kept_sources)
     }
 
     fn service(template: String, existing: Option<String>) -> Result<ServiceAction, String> {
@@ -110,6 +115,8 @@ pub fn service_action(template: &str, existing: Option<&str>) -> Result<ServiceA
         service::Action::Unchanged => ServiceAction::Unchanged,
         service::Action::Create(object) => ServiceAction::Create(object),
         service::Action::Replace(object) => ServiceAction::Replace(object),
+        service::Action::Recreate(object) => ServiceAction::Recreate(object),
+        service::Action::Conflict(why) => ServiceAction::Conflict(why),
     })
 }
 

@@ -83,19 +83,30 @@ fn select(listed: &[String], registered: &[String]) -> (Vec<String>, Vec<String>
     (known, unknown)
 }
 
-/// Names of the stale copies of `mcs` among `existing` (see WIT `prune`).
-pub fn prune(mcs: &McsRef, existing: &[EndpointSlice], desired: &[String]) -> Vec<String> {
-    let has = |pairs: &[(String, String)], key: &str, value: Option<&str>| {
+/// Names of the stale copies of `mcs` among `existing` (see WIT `prune`): our copies of this
+/// Service that are not `desired` and were not copied from a provider in `kept_sources` (one
+/// that could not be read: its copies stay until it can be).
+pub fn prune(
+    mcs: &McsRef,
+    existing: &[EndpointSlice],
+    desired: &[String],
+    kept_sources: &[String],
+) -> Vec<String> {
+    let value = |pairs: &[(String, String)], key: &str| -> Option<String> {
         pairs
             .iter()
-            .any(|(k, v)| k == key && value.is_none_or(|want| v == want) && !v.is_empty())
+            .find(|(k, v)| k == key && !v.is_empty())
+            .map(|(_, v)| v.clone())
     };
     existing
         .iter()
         .filter(|s| s.namespace == mcs.namespace)
-        .filter(|s| has(&s.labels, SERVICE_NAME_LABEL, Some(&mcs.name)))
-        .filter(|s| has(&s.labels, MANAGED_BY_LABEL, Some(DISPATCH_MANAGER)))
-        .filter(|s| has(&s.annotations, PROVISION_CLUSTER_ANNOTATION, None))
+        .filter(|s| value(&s.labels, SERVICE_NAME_LABEL).as_deref() == Some(mcs.name.as_str()))
+        .filter(|s| value(&s.labels, MANAGED_BY_LABEL).as_deref() == Some(DISPATCH_MANAGER))
+        .filter(|s| {
+            value(&s.annotations, PROVISION_CLUSTER_ANNOTATION)
+                .is_some_and(|source| !kept_sources.contains(&source))
+        })
         .filter(|s| !desired.contains(&s.name))
         .map(|s| s.name.clone())
         .collect()
@@ -228,11 +239,38 @@ mod tests {
             ports: vec![],
         };
         assert_eq!(
-            prune(&mcs, &existing, &names(&["m1-keep"])),
+            prune(&mcs, &existing, &names(&["m1-keep"]), &[]),
             names(&["m1-stale"])
         );
         let mut elsewhere = existing[1].clone();
         elsewhere.namespace = "other".into();
-        assert!(prune(&mcs, &[elsewhere], &[]).is_empty());
+        assert!(prune(&mcs, &[elsewhere], &[], &[]).is_empty());
+    }
+
+    #[test]
+    fn copies_from_a_kept_source_stay_and_the_others_go() {
+        let ours = [
+            (SERVICE_NAME_LABEL, "web"),
+            (MANAGED_BY_LABEL, DISPATCH_MANAGER),
+        ];
+        let existing = vec![
+            slice("m1-a", &ours, &[(PROVISION_CLUSTER_ANNOTATION, "m1")]),
+            slice("m2-a", &ours, &[(PROVISION_CLUSTER_ANNOTATION, "m2")]),
+            slice("m2-b", &ours, &[(PROVISION_CLUSTER_ANNOTATION, "m2")]),
+        ];
+        let mcs = McsRef {
+            name: "web".into(),
+            namespace: "shop".into(),
+            ports: vec![],
+        };
+        // m1 could not be read: its copy stays; m2's undesired copy goes.
+        assert_eq!(
+            prune(&mcs, &existing, &names(&["m2-a"]), &names(&["m1"])),
+            names(&["m2-b"])
+        );
+        assert_eq!(
+            prune(&mcs, &existing, &[], &[]),
+            names(&["m1-a", "m2-a", "m2-b"])
+        );
     }
 }

@@ -3,6 +3,13 @@
 //! member assigns, and a member whose ports, type or selector differ gets the template's spec
 //! with its own assigned fields kept. Objects are `v1` Service JSON; `null` means absent, as
 //! when the host decodes them into typed objects.
+//!
+//! Headless Services (`clusterIP: None`) stay headless: the copy keeps `clusterIP: None`. An API
+//! server changes headlessness in neither direction in place (an update to `None` or to an
+//! address is refused as immutable, and an empty `clusterIP` keeps `None`), so when the member's
+//! Service is headless and the template is not, or the other way round, the member's Service
+//! must be deleted and created again. Only a Service this controller created (labelled
+//! [`CREATED_BY_LABEL`]) is ever deleted; another one is left alone and reported.
 
 use serde_json::{Map, Value};
 
@@ -14,10 +21,23 @@ pub enum Action {
     Create(String),
     /// Replace the member's Service with this one (JSON text).
     Replace(String),
+    /// Delete the member's Service (ours, headlessness differs) and create this one (JSON text).
+    Recreate(String),
+    /// The member's Service cannot be made to match and is not ours to delete: why.
+    Conflict(String),
 }
 
 /// Fields of `spec` the member cluster assigns.
 const ASSIGNED: [&str; 3] = ["clusterIP", "clusterIPs", "healthCheckNodePort"];
+
+/// `spec.clusterIP` of a headless Service.
+const HEADLESS: &str = "None";
+
+/// The label, and its value, on the objects the sync controller creates in member clusters
+/// (Services and Namespaces). A Service carrying it may be deleted and created again; nothing
+/// without it is ever deleted.
+pub const CREATED_BY_LABEL: &str = "networking.karmada.io/created-by";
+pub const CREATED_BY: &str = "mcs-policy";
 
 /// The decision for a member holding `existing` (`None`: no such Service) given `template`.
 pub fn service(template: &str, existing: Option<&str>) -> Result<Action, String> {
@@ -29,11 +49,48 @@ pub fn service(template: &str, existing: Option<&str>) -> Result<Action, String>
     if !differs(&template, &existing) {
         return Ok(Action::Unchanged);
     }
-    Ok(Action::Replace(updated(&template, &existing).to_string()))
+    if is_headless(&template) == is_headless(&existing) {
+        return Ok(Action::Replace(updated(&template, &existing).to_string()));
+    }
+    if created_by_us(&existing) {
+        return Ok(Action::Recreate(member_copy(&template).to_string()));
+    }
+    Ok(Action::Conflict(headlessness_conflict(&template)))
 }
 
-/// The object created in a member: the template's name, namespace, labels and annotations, and
-/// its spec without the fields the member assigns.
+/// Whether a Service is headless (`spec.clusterIP: None`).
+fn is_headless(service: &Map<String, Value>) -> bool {
+    object(service, "spec")
+        .and_then(|spec| present(spec, "clusterIP"))
+        .is_some_and(|ip| ip == HEADLESS)
+}
+
+/// Whether the controller created this Service (it carries [`CREATED_BY_LABEL`]).
+fn created_by_us(service: &Map<String, Value>) -> bool {
+    object(service, "metadata")
+        .and_then(|meta| object(meta, "labels"))
+        .and_then(|labels| present(labels, CREATED_BY_LABEL))
+        .is_some_and(|value| value == CREATED_BY)
+}
+
+/// Why a member's Service whose headlessness differs from the template's is left alone.
+fn headlessness_conflict(template: &Map<String, Value>) -> String {
+    let (want, have) = if is_headless(template) {
+        ("headless (clusterIP: None)", "has a cluster IP")
+    } else {
+        ("not headless", "is headless (clusterIP: None)")
+    };
+    format!(
+        "the hub's Service is {want} but the member's {have}; an API server cannot change that \
+         in place and the member's Service was not created by mcs-policy (no \
+         {CREATED_BY_LABEL}={CREATED_BY} label), so it is left alone: delete it to have it \
+         created again"
+    )
+}
+
+/// The object created in a member: the template's name, namespace, labels (plus
+/// [`CREATED_BY_LABEL`]) and annotations, and its spec without the fields the member assigns
+/// (a headless template's `clusterIP: None` is kept: it is a choice, not an assignment).
 fn member_copy(template: &Map<String, Value>) -> Value {
     let mut metadata = Map::new();
     if let Some(meta) = object(template, "metadata") {
@@ -43,9 +100,19 @@ fn member_copy(template: &Map<String, Value>) -> Value {
             }
         }
     }
+    let labels = metadata
+        .entry("labels")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if let Some(labels) = labels.as_object_mut() {
+        labels.insert(CREATED_BY_LABEL.to_string(), CREATED_BY.into());
+    }
+    let headless = is_headless(template);
     let mut spec = object(template, "spec").cloned().unwrap_or_default();
     for key in ASSIGNED {
         spec.remove(key);
+    }
+    if headless {
+        spec.insert("clusterIP".to_string(), HEADLESS.into());
     }
     for port in ports_mut(&mut spec) {
         port.remove("nodePort");
@@ -85,13 +152,14 @@ fn updated(template: &Map<String, Value>, existing: &Map<String, Value>) -> Valu
     service_object(metadata, spec, status)
 }
 
-/// Whether the template's ports, type or selector differ from the member's (API-server
-/// defaults and member-assigned nodePorts ignored).
+/// Whether the template's ports, type, selector or headlessness differ from the member's
+/// (API-server defaults and member-assigned nodePorts ignored).
 fn differs(template: &Map<String, Value>, existing: &Map<String, Value>) -> bool {
     let empty = Map::new();
     let t = object(template, "spec").unwrap_or(&empty);
     let e = object(existing, "spec").unwrap_or(&empty);
-    compared_ports(t) != compared_ports(e)
+    is_headless(template) != is_headless(existing)
+        || compared_ports(t) != compared_ports(e)
         || kind(t) != kind(e)
         || object(t, "selector").unwrap_or(&empty) != object(e, "selector").unwrap_or(&empty)
 }
@@ -285,8 +353,10 @@ mod tests {
 
     fn object_of(action: Action) -> Value {
         match action {
-            Action::Create(text) | Action::Replace(text) => serde_json::from_str(&text).unwrap(),
-            Action::Unchanged => panic!("no object in {action:?}"),
+            Action::Create(text) | Action::Replace(text) | Action::Recreate(text) => {
+                serde_json::from_str(&text).unwrap()
+            }
+            Action::Unchanged | Action::Conflict(_) => panic!("no object in {action:?}"),
         }
     }
 
@@ -324,7 +394,8 @@ mod tests {
             copy,
             json!({
                 "apiVersion": "v1", "kind": "Service",
-                "metadata": {"name": "web", "namespace": "shop", "labels": {"a": "b"},
+                "metadata": {"name": "web", "namespace": "shop",
+                             "labels": {"a": "b", CREATED_BY_LABEL: CREATED_BY},
                              "annotations": {"note": "n"}},
                 "spec": {"type": "NodePort", "externalTrafficPolicy": "Local",
                          "selector": {"app": "web"},
@@ -340,8 +411,55 @@ mod tests {
         assert_eq!(copy["spec"], json!({}));
         assert_eq!(
             copy["metadata"],
-            json!({"name": "web", "namespace": "shop"})
+            json!({"name": "web", "namespace": "shop", "labels": {CREATED_BY_LABEL: CREATED_BY}})
         );
+    }
+
+    fn headless(labels: Value) -> Value {
+        json!({"metadata": {"name": "hl", "namespace": "shop", "labels": labels},
+               "spec": {"clusterIP": "None", "clusterIPs": ["None"], "selector": {"app": "db"},
+                        "ports": [{"name": "pg", "port": 5432}]}})
+    }
+
+    fn with_cluster_ip(labels: Value) -> Value {
+        json!({"metadata": {"name": "hl", "namespace": "shop", "labels": labels},
+               "spec": {"clusterIP": "10.0.0.7", "clusterIPs": ["10.0.0.7"],
+                        "selector": {"app": "db"}, "ports": [{"name": "pg", "port": 5432}]}})
+    }
+
+    #[test]
+    fn a_headless_template_is_copied_headless() {
+        let copy = object_of(decide(&headless(json!({})), None).unwrap());
+        assert_eq!(copy["spec"]["clusterIP"], "None");
+        assert_eq!(copy["spec"].get("clusterIPs"), None);
+        let same = headless(json!({"member": "own"}));
+        assert_eq!(
+            decide(&headless(json!({})), Some(&same)).unwrap(),
+            Action::Unchanged
+        );
+    }
+
+    #[test]
+    fn a_change_of_headlessness_recreates_our_service_and_leaves_others_alone() {
+        let ours = json!({CREATED_BY_LABEL: CREATED_BY});
+        let to_headless = decide(&headless(json!({})), Some(&with_cluster_ip(ours.clone())));
+        let copy = object_of(to_headless.unwrap());
+        assert_eq!(copy["spec"]["clusterIP"], "None");
+        let from_headless = decide(&with_cluster_ip(json!({})), Some(&headless(ours)));
+        let Action::Recreate(text) = from_headless.unwrap() else {
+            panic!("recreate expected");
+        };
+        let copy: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(copy["spec"].get("clusterIP"), None);
+        for (template, member) in [
+            (headless(json!({})), with_cluster_ip(json!({"other": "x"}))),
+            (with_cluster_ip(json!({})), headless(Value::Null)),
+        ] {
+            let Action::Conflict(why) = decide(&template, Some(&member)).unwrap() else {
+                panic!("conflict expected for {member}");
+            };
+            assert!(why.contains("not created by mcs-policy"), "{why}");
+        }
     }
 
     #[test]

@@ -233,6 +233,10 @@ pub fn service_answer(answer: Result<ServiceAction, String>) -> serde_json::Valu
         Ok(ServiceAction::Unchanged) => serde_json::json!({"action": "unchanged"}),
         Ok(ServiceAction::Create(json)) => object("create", json),
         Ok(ServiceAction::Replace(json)) => object("replace", json),
+        Ok(ServiceAction::Recreate(json)) => object("recreate", json),
+        Ok(ServiceAction::Conflict(why)) => {
+            serde_json::json!({"action": "conflict", "message": why})
+        }
         Err(message) => serde_json::json!({"action": "error", "message": message}),
     }
 }

@@ -62,7 +62,8 @@ fn text(value: &Value) -> Option<String> {
 /// Checks a `service` answer (as `mcs-policy eval service` prints it) against a service
 /// fixture's `expect`; returns the problems found (empty = pass).
 pub fn check_service(got: &Value, expect: &Value) -> Vec<String> {
-    if expect["action"] != "error" {
+    let action = expect["action"].as_str().unwrap_or_default();
+    if action != "error" && action != "conflict" {
         return if got == expect {
             Vec::new()
         } else {
@@ -71,8 +72,12 @@ pub fn check_service(got: &Value, expect: &Value) -> Vec<String> {
     }
     let part = expect["messageContains"].as_str().unwrap_or_default();
     match (got["action"].as_str(), got["message"].as_str()) {
-        (Some("error"), Some(message)) if message.contains(part) => Vec::new(),
-        _ => vec![format!("got {got}, want an error containing {part:?}")],
+        (Some(got_action), Some(message)) if got_action == action && message.contains(part) => {
+            Vec::new()
+        }
+        _ => vec![format!(
+            "got {got}, want {action} with a message containing {part:?}"
+        )],
     }
 }
 

@@ -200,7 +200,11 @@ pub fn service_answer(out: &str) -> Option<serde_json::Value> {
         let (message, tail) = parse_string(rest)?;
         return (tail == ")").then(|| json!({"action": "error", "message": message}));
     }
-    for action in ["create", "replace"] {
+    if let Some(rest) = out.strip_prefix("ok(conflict(") {
+        let (message, tail) = parse_string(rest)?;
+        return (tail == "))").then(|| json!({"action": "conflict", "message": message}));
+    }
+    for action in ["create", "replace", "recreate"] {
         if let Some(rest) = out.strip_prefix(&format!("ok({action}(")) {
             let (text, tail) = parse_string(rest)?;
             let object: serde_json::Value = serde_json::from_str(&text).ok()?;

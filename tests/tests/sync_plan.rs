@@ -103,14 +103,21 @@ fn prune_returns_only_stale_copies_carrying_every_marker() {
         ports: vec![],
     };
     let stale = engine()
-        .prune(&mcs, &existing, &names(&["member1-a"]), BUDGET)
+        .prune(&mcs, &existing, &names(&["member1-a"]), &[], BUDGET)
         .unwrap();
     assert_eq!(stale, names(&["member1-b"]));
-    let everything = engine().prune(&mcs, &existing, &[], BUDGET).unwrap();
+    let everything = engine().prune(&mcs, &existing, &[], &[], BUDGET).unwrap();
     assert_eq!(
         everything,
         names(&["member1-a", "member1-b"]),
         "deleting the MCS never touches foreign slices"
+    );
+    let kept = engine()
+        .prune(&mcs, &existing, &[], &names(&["member1"]), BUDGET)
+        .unwrap();
+    assert!(
+        kept.is_empty(),
+        "an unreadable provider's copies stay: {kept:?}"
     );
 }
 

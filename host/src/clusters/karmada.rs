@@ -105,7 +105,7 @@ impl Karmada {
                 context: hub.to_string(),
             });
         }
-        let hub = super::cluster(&kubeconfig, hub, options).await?;
+        let hub = super::cluster(&kubeconfig, hub, hub, options).await?;
         Ok(Karmada::new(hub, only.to_vec(), options.clone(), policy))
     }
 

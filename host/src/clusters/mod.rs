@@ -47,6 +47,76 @@ pub enum ClusterError {
         #[source]
         source: Box<kube::Error>,
     },
+    #[error(
+        "member cluster name {name:?} (kubeconfig context {context:?}) is not a valid cluster \
+         name: {problem}. Cluster names follow the rule of spec.providerClusters[].name \
+         (a lowercase RFC 1123 label of at most 48 characters, no dots); name the member \
+         explicitly with --member NAME={context}"
+    )]
+    InvalidContextName {
+        name: String,
+        context: String,
+        problem: String,
+    },
+    #[error(
+        "--member {name}={context}: {name:?} is not a valid cluster name: {problem}. Cluster \
+         names follow the rule of spec.providerClusters[].name (a lowercase RFC 1123 label of at \
+         most 48 characters, no dots)"
+    )]
+    InvalidMemberName {
+        name: String,
+        context: String,
+        problem: String,
+    },
+    #[error("two members are named {name:?}: each --member NAME must be different")]
+    DuplicateMember { name: String },
+    #[error(
+        "--member {name}={context}: with --karmada-clusters, --member takes the name of a \
+         Karmada Cluster object, not NAME=CONTEXT"
+    )]
+    ContextWithKarmada { name: String, context: String },
+}
+
+/// A `--member` value: `NAME=CONTEXT` makes the kubeconfig context `CONTEXT` the member
+/// cluster `NAME`; a bare `CONTEXT` is named after its context. Real context names
+/// (`gke_project_zone_name`, `arn:aws:eks:...:cluster/prod`, `kind-m1@admin`) are often not
+/// valid cluster names, and the name prefixes every copied EndpointSlice's name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MemberSpec {
+    pub name: String,
+    pub context: String,
+}
+
+impl std::str::FromStr for MemberSpec {
+    type Err = String;
+
+    fn from_str(value: &str) -> Result<Self, Self::Err> {
+        let (name, context) = value.split_once('=').unwrap_or((value, value));
+        if name.is_empty() || context.is_empty() {
+            return Err(format!(
+                "{value:?}: expected CONTEXT or NAME=CONTEXT, both non-empty"
+            ));
+        }
+        Ok(MemberSpec {
+            name: name.to_string(),
+            context: context.to_string(),
+        })
+    }
+}
+
+impl MemberSpec {
+    /// A member named after its context.
+    pub fn context(context: &str) -> Self {
+        MemberSpec {
+            name: context.to_string(),
+            context: context.to_string(),
+        }
+    }
+
+    /// Whether the name was given (`NAME=CONTEXT`) rather than taken from the context.
+    pub fn is_named(&self) -> bool {
+        self.name != self.context
+    }
 }
 
 /// One cluster: its name (the context name) and a client.
@@ -127,12 +197,15 @@ pub struct Registry {
 
 impl Registry {
     /// The registry from `kubeconfig`: the context `hub` is the hub; the members are `members`,
-    /// or every other context when `members` is empty.
+    /// or every other context (named after it) when `members` is empty. Every member's name
+    /// must pass `name_problem` (the component's cluster-name rule: `None` = valid) and be
+    /// unique; otherwise the registry is refused with an error naming the rule and the fix.
     pub async fn from_kubeconfig(
         path: &Path,
         hub: &str,
-        members: &[String],
+        members: &[MemberSpec],
         options: &ClientOptions,
+        name_problem: impl Fn(&str) -> Option<String>,
     ) -> Result<Self, ClusterError> {
         let shown = path.display().to_string();
         let kubeconfig = read_kubeconfig(path)?;
@@ -148,20 +221,28 @@ impl Registry {
             }
         };
         known(hub)?;
-        let member_names: Vec<String> = if members.is_empty() {
-            contexts.iter().filter(|c| *c != hub).cloned().collect()
+        let specs: Vec<MemberSpec> = if members.is_empty() {
+            contexts
+                .iter()
+                .filter(|c| *c != hub)
+                .map(|c| MemberSpec::context(c))
+                .collect()
         } else {
             for m in members {
-                known(m)?;
+                known(&m.context)?;
             }
             members.to_vec()
         };
-        let hub = cluster(&kubeconfig, hub, options).await?;
-        let mut members = Vec::with_capacity(member_names.len());
-        for name in &member_names {
-            members.push(cluster(&kubeconfig, name, options).await?);
+        check_member_names(&specs, name_problem)?;
+        let hub_cluster = cluster(&kubeconfig, hub, hub, options).await?;
+        let mut clusters = Vec::with_capacity(specs.len());
+        for spec in &specs {
+            clusters.push(cluster(&kubeconfig, &spec.name, &spec.context, options).await?);
         }
-        Ok(Registry { hub, members })
+        Ok(Registry {
+            hub: hub_cluster,
+            members: clusters,
+        })
     }
 
     /// Names of the members, in registry order.
@@ -191,6 +272,37 @@ impl Registry {
     }
 }
 
+/// Every member name valid (`name_problem` says why not) and used once.
+fn check_member_names(
+    specs: &[MemberSpec],
+    name_problem: impl Fn(&str) -> Option<String>,
+) -> Result<(), ClusterError> {
+    for (i, spec) in specs.iter().enumerate() {
+        if let Some(problem) = name_problem(&spec.name) {
+            let (name, context) = (spec.name.clone(), spec.context.clone());
+            return Err(if spec.is_named() {
+                ClusterError::InvalidMemberName {
+                    name,
+                    context,
+                    problem,
+                }
+            } else {
+                ClusterError::InvalidContextName {
+                    name,
+                    context,
+                    problem,
+                }
+            });
+        }
+        if specs[..i].iter().any(|s| s.name == spec.name) {
+            return Err(ClusterError::DuplicateMember {
+                name: spec.name.clone(),
+            });
+        }
+    }
+    Ok(())
+}
+
 /// The kubeconfig at `path`.
 pub fn read_kubeconfig(path: &Path) -> Result<Kubeconfig, ClusterError> {
     Kubeconfig::read_from(path).map_err(|source| ClusterError::Kubeconfig {
@@ -207,8 +319,10 @@ pub async fn probe(client: &Client) -> bool {
     )
 }
 
+/// The cluster `name`, reached through the kubeconfig's `context`.
 async fn cluster(
     kubeconfig: &Kubeconfig,
+    name: &str,
     context: &str,
     options: &ClientOptions,
 ) -> Result<Cluster, ClusterError> {
@@ -226,5 +340,5 @@ async fn cluster(
         context: context.to_string(),
         source: Box::new(source),
     })?;
-    Ok(Cluster::new(context.to_string(), client))
+    Ok(Cluster::new(name.to_string(), client))
 }

@@ -8,6 +8,7 @@ use kube::api::{DeleteParams, DynamicObject, Patch, PatchParams};
 use kube::{Api, Client};
 use serde_json::json;
 
+use super::namespace::with_namespace;
 use super::read::{mcs_resource, object_name};
 use super::retry::on_conflict;
 use crate::engine::{convert, types};
@@ -42,8 +43,9 @@ pub enum ApplyError {
     },
 }
 
-/// Server-side applies one copy made by `filter` into `cluster`; returns the resourceVersion
-/// the object has afterwards (unchanged when the copy was already there).
+/// Server-side applies one copy made by `filter` into `cluster` (creating its namespace when
+/// the member lacks it); returns the resourceVersion the object has afterwards (unchanged
+/// when the copy was already there).
 pub async fn apply_copy(
     client: &Client,
     cluster: &str,
@@ -55,7 +57,7 @@ pub async fn apply_copy(
     let object = convert::slice_from_wit(copy);
     let params = PatchParams::apply(field_manager).force();
     let patch = Patch::Apply(&object);
-    on_conflict(|| api.patch(&name, &params, &patch))
+    on_conflict(|| with_namespace(client, &namespace, || api.patch(&name, &params, &patch)))
         .await
         .map(|applied| applied.metadata.resource_version)
         .map_err(|source| ApplyError::Apply {

@@ -8,7 +8,10 @@
 pub mod apply;
 pub mod events;
 pub mod leader;
+pub mod messages;
 pub mod metrics;
+pub mod namespace;
+pub mod orphans;
 pub mod plan;
 pub mod queue;
 pub mod read;
@@ -29,7 +32,7 @@ use kube::api::DynamicObject;
 
 use crate::clusters::api_error::{classify, kind_of};
 use crate::clusters::karmada::Karmada;
-use crate::clusters::{ClientOptions, ClusterError, Membership, Registry, Source};
+use crate::clusters::{ClientOptions, ClusterError, MemberSpec, Membership, Registry, Source};
 use crate::config::EngineArgs;
 use crate::engine::{EngineError, PolicyEngine};
 use plan::Planner;
@@ -50,10 +53,15 @@ pub struct SyncArgs {
     #[arg(long, value_name = "CONTEXT")]
     pub hub: String,
 
-    /// Context of a member cluster (repeatable). Default: every context except the hub.
-    /// With `--karmada-clusters`: the name of a Karmada Cluster (default: every push-mode one).
-    #[arg(long = "member", value_name = "CONTEXT")]
-    pub members: Vec<String>,
+    /// A member cluster (repeatable): `NAME=CONTEXT` makes kubeconfig context CONTEXT the
+    /// member NAME; a bare `CONTEXT` names the member after its context. Member names must be
+    /// valid cluster names (lowercase RFC 1123 label, at most 48 characters, no dots: they
+    /// prefix every copied EndpointSlice's name), which real context names such as
+    /// `gke_project_zone_name` or `arn:aws:eks:...` are not: name those. Default: every context
+    /// except the hub, each named after its context. With `--karmada-clusters`: the name of a
+    /// Karmada Cluster (default: every push-mode one).
+    #[arg(long = "member", value_name = "[NAME=]CONTEXT")]
+    pub members: Vec<MemberSpec>,
 
     /// Take the member clusters from Karmada Cluster objects in the hub (push mode) instead of
     /// the kubeconfig's other contexts.
@@ -151,20 +159,39 @@ pub async fn run(args: SyncArgs, shutdown: impl Future<Output = ()>) -> Result<(
     };
     // The members: the kubeconfig's other contexts, or Karmada's Cluster objects in the hub.
     let source = if args.karmada_clusters {
+        if let Some(named) = args.members.iter().find(|m| m.is_named()) {
+            return Err(ClusterError::ContextWithKarmada {
+                name: named.name.clone(),
+                context: named.context.clone(),
+            }
+            .into());
+        }
+        let only: Vec<String> = args.members.iter().map(|m| m.name.clone()).collect();
         Source::Karmada(
             Karmada::from_kubeconfig(
                 &args.kubeconfig,
                 &args.hub,
-                &args.members,
+                &only,
                 &client_options,
                 engine.clone(),
             )
             .await?,
         )
     } else {
+        let budget = Duration::from_millis(args.budget_ms);
+        let name_problem = |name: &str| match engine.cluster_name_problem(name, budget) {
+            Ok(problem) => problem,
+            Err(err) => Some(format!("the policy component could not check it: {err}")),
+        };
         Source::Fixed(
-            Registry::from_kubeconfig(&args.kubeconfig, &args.hub, &args.members, &client_options)
-                .await?,
+            Registry::from_kubeconfig(
+                &args.kubeconfig,
+                &args.hub,
+                &args.members,
+                &client_options,
+                name_problem,
+            )
+            .await?,
         )
     };
     // The members arrive with the first membership refresh, before any worker starts.
@@ -251,10 +278,12 @@ pub async fn sync(ctx: Context, source: Source, args: &SyncArgs) {
         ready: Vec::new(),
     }));
     let mut watches = watch::Watches::start(source.hub(), &queue);
+    let mut sweeps = Tasks(Vec::new());
     if let Some(first) = refresh(&source, &membership).await {
         watches.follow(&first.registry, &queue);
+        sweeps.0.push(spawn_sweep(&ctx, &first));
     }
-    let _workers = Workers(
+    let _workers = Tasks(
         (0..args.workers)
             .map(|_| tokio::spawn(work(ctx.clone(), queue.clone(), membership.clone())))
             .collect(),
@@ -274,6 +303,8 @@ pub async fn sync(ctx: Context, source: Source, args: &SyncArgs) {
                 watches.follow(&news.registry, &queue);
                 if !news.returned.is_empty() {
                     tracing::info!(clusters = ?news.returned, "members ready: catching them up");
+                    sweeps.0.retain(|s| !s.is_finished());
+                    sweeps.0.push(spawn_sweep(&ctx, &news));
                     resync(&ctx, &queue).await;
                 }
             }
@@ -283,10 +314,21 @@ pub async fn sync(ctx: Context, source: Source, args: &SyncArgs) {
     }
 }
 
-/// Worker tasks, aborted when dropped.
-struct Workers(Vec<tokio::task::JoinHandle<()>>);
+/// Sweeps the members that just became ready for copies left behind while they were away
+/// ([`orphans`]), in the background.
+fn spawn_sweep(base: &Context, news: &News) -> tokio::task::JoinHandle<()> {
+    let ctx = Context {
+        registry: news.registry.clone(),
+        ..base.clone()
+    };
+    let members = news.returned.clone();
+    tokio::spawn(async move { orphans::sweep(&ctx, &members).await })
+}
 
-impl Drop for Workers {
+/// Background tasks (workers, sweeps), aborted when dropped.
+struct Tasks(Vec<tokio::task::JoinHandle<()>>);
+
+impl Drop for Tasks {
     fn drop(&mut self) {
         for task in &self.0 {
             task.abort();

@@ -84,18 +84,20 @@ impl Planner {
         .await
     }
 
-    /// WIT `prune`: names among `existing` that are stale copies of `mcs`.
+    /// WIT `prune`: names among `existing` that are stale copies of `mcs` (copies from the
+    /// providers in `kept_sources` are kept).
     pub async fn prune(
         &self,
         mcs: &McsRef,
         existing: Vec<EndpointSlice>,
         desired: Vec<String>,
+        kept_sources: Vec<String>,
     ) -> Result<Vec<String>, PlanError> {
         let (engine, budget) = (self.engine.clone(), self.budget);
         let mcs = mcs.clone();
         let object = format!("{}/{}", mcs.namespace, mcs.name);
         self.blocking(&object, move || {
-            engine.prune(&mcs, &existing, &desired, budget)
+            engine.prune(&mcs, &existing, &desired, &kept_sources, budget)
         })
         .await
     }

@@ -8,6 +8,12 @@ use crate::engine::{convert, types};
 
 /// Label that ties an EndpointSlice to its Service (and so to the MCS of the same name).
 pub const SERVICE_NAME_LABEL: &str = "kubernetes.io/service-name";
+/// `endpointslice.kubernetes.io/managed-by`.
+pub const MANAGED_BY_LABEL: &str = "endpointslice.kubernetes.io/managed-by";
+/// The managed-by value of the copies the component makes. The host uses it only to choose
+/// what to read (which slices may be our copies); which of them are stale is the component's
+/// `prune` decision, on all of its markers.
+pub const DISPATCH_MANAGER: &str = "endpointslice-dispatch-controller.karmada.io";
 
 /// What could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -23,6 +29,12 @@ pub enum ReadError {
         cluster: String,
         namespace: String,
         service: String,
+        #[source]
+        source: Box<kube::Error>,
+    },
+    #[error("listing the endpointslice copies in cluster {cluster}")]
+    ListCopies {
+        cluster: String,
         #[source]
         source: Box<kube::Error>,
     },
@@ -88,6 +100,20 @@ pub fn object_name(mcs: &DynamicObject) -> String {
         mcs.metadata.namespace.as_deref().unwrap_or_default(),
         mcs.metadata.name.as_deref().unwrap_or_default()
     )
+}
+
+/// Every EndpointSlice in `cluster` labelled as one of our copies, in every namespace.
+pub async fn list_copies(client: &Client, cluster: &str) -> Result<Vec<EndpointSlice>, ReadError> {
+    let api: Api<EndpointSlice> = Api::all(client.clone());
+    let selector = format!("{MANAGED_BY_LABEL}={DISPATCH_MANAGER}");
+    let list = api
+        .list(&ListParams::default().labels(&selector))
+        .await
+        .map_err(|source| ReadError::ListCopies {
+            cluster: cluster.to_string(),
+            source: Box::new(source),
+        })?;
+    Ok(list.items)
 }
 
 /// The EndpointSlices of Service `namespace/service` in `cluster`, as WIT records.

@@ -11,10 +11,11 @@ use kube::api::DynamicObject;
 use super::Context;
 use super::apply::{apply_copy, delete_slice, has_finalizer, set_finalizer};
 use super::events::{Seen, due, emit, incompatible};
+use super::messages;
 use super::plan::PlanError;
 use super::read::{ReadError, list_slice_objects, list_slices, mcs_json, object_name};
 use super::service::{Outcome, ServiceError, ensure, read_template, service_ports};
-use super::stale::may_prune;
+use super::stale::kept_sources;
 use super::status::{Condition, StatusError, set_conditions};
 use crate::clusters::Cluster;
 pub use crate::clusters::api_error::chain;
@@ -60,7 +61,12 @@ impl Report {
         self.errors.is_empty() && !self.service_failed
     }
 
-    fn fail(&mut self, mcs: &str, cluster: &str, err: &(dyn std::error::Error + 'static)) {
+    pub(super) fn fail(
+        &mut self,
+        mcs: &str,
+        cluster: &str,
+        err: &(dyn std::error::Error + 'static),
+    ) {
         let message = chain(err);
         let kind = classify(err);
         if kind.is_credentials() {
@@ -153,28 +159,31 @@ pub async fn reconcile(
         _ => None,
     };
     let template_missing = matches!(template, Ok(None));
-    let service_error = sync_service(ctx, &object, &plan, ready, template).await;
+    let service_errors = sync_service(ctx, &object, &plan, ready, template).await;
     let key = mcs.metadata.uid.clone().unwrap_or_else(|| object.clone());
     let mut report = dispatch(ctx, &object, &key, &plan, ready, ports.as_deref()).await;
-    report.service_failed = service_error.is_some() && !template_missing;
-    let error = (!report.errors.is_empty()).then(|| report.errors.join("; "));
+    report.service_failed = !service_errors.is_empty() && !template_missing;
     set_conditions(
         hub,
         mcs,
         &[
             Condition::valid(None),
-            Condition::service_applied(service_error.clone()),
-            Condition::dispatched(error.clone()),
+            Condition::service_applied(messages::condition(&service_errors)),
+            Condition::dispatched(messages::condition(&report.errors)),
         ],
     )
     .await?;
     let now = Seen {
         unknown,
         incompatible: report.incompatible.clone(),
-        service_applied: Some(service_error.is_none()),
-        dispatched: Some(error.is_none()),
+        service_applied: Some(service_errors.is_empty()),
+        dispatched: Some(report.errors.is_empty()),
     };
-    report_events(ctx, mcs, &plan, now, service_error, error).await;
+    let (service_event, dispatch_event) = (
+        messages::event(&service_errors),
+        messages::event(&report.errors),
+    );
+    report_events(ctx, mcs, &plan, now, service_event, dispatch_event).await;
     Ok(report)
 }
 
@@ -216,14 +225,14 @@ async fn report_events(
 }
 
 /// Ensures the hub's Service template in every ready cluster of P ∪ C (SPEC §4.7); returns
-/// the error of the `ServiceApplied` condition, if any.
+/// the failures of the `ServiceApplied` condition (none: it succeeded).
 async fn sync_service(
     ctx: &Context,
     object: &str,
     plan: &SyncPlan,
     ready: &[String],
     template: Result<Option<k8s_openapi::api::core::v1::Service>, ServiceError>,
-) -> Option<String> {
+) -> Vec<String> {
     let template = match template {
         Ok(Some(template)) => template,
         Ok(None) => {
@@ -231,9 +240,9 @@ async fn sync_service(
                 namespace: plan.mcs.namespace.clone(),
                 name: plan.mcs.name.clone(),
             };
-            return Some(chain(&err));
+            return vec![chain(&err)];
         }
-        Err(err) => return Some(chain(&err)),
+        Err(err) => return vec![chain(&err)],
     };
     let mut targets: Vec<&String> = plan.providers.iter().chain(&plan.consumers).collect();
     targets.sort();
@@ -262,7 +271,7 @@ async fn sync_service(
             }
         }
     }
-    (!errors.is_empty()).then(|| errors.join("; "))
+    errors
 }
 
 /// Collect from the providers; then, in every ready member at once, filter and apply the
@@ -277,19 +286,18 @@ async fn dispatch(
 ) -> Report {
     let mut report = Report::default();
     let (provided, unreadable) = collect(ctx, object, plan, ready, &mut report).await;
-    // Pruning needs every provider's slices: a provider we could not read keeps its copies,
-    // unless it has been unreadable past `--stale-endpoint-timeout` (it then counts as read
-    // with zero slices: nothing of it is desired).
-    let complete = match ctx.unreadable.lock() {
+    // A provider we could not read keeps its copies in the consumers, unless it has been
+    // unreadable past `--stale-endpoint-timeout`; everything else is pruned as usual.
+    let kept = match ctx.unreadable.lock() {
         Ok(mut memory) => {
             let since = memory.entry(key.to_string()).or_default();
-            let complete = may_prune(since, &unreadable, ctx.stale_timeout, Instant::now());
+            let kept = kept_sources(since, &unreadable, ctx.stale_timeout, Instant::now());
             if since.is_empty() {
                 memory.remove(key);
             }
-            complete
+            kept
         }
-        Err(_) => unreadable.is_empty(),
+        Err(_) => unreadable,
     };
     for consumer in plan.consumers.iter().filter(|c| !ready.contains(c)) {
         // Skipped this pass; caught up when it answers again (SPEC §4.8).
@@ -305,7 +313,7 @@ async fn dispatch(
             plan,
             cluster,
         };
-        target.sync_copies(&provided, service_ports, complete)
+        target.sync_copies(&provided, service_ports, &kept)
     }))
     .await;
     report.absorb(Report::merged(parts));
@@ -322,12 +330,13 @@ struct Target<'a> {
 
 impl Target<'_> {
     /// Applies the copies of `provided` (the providers' slices) this member must hold, when
-    /// it is a consumer; prunes the stale ones when the providers' slices are `complete`.
+    /// it is a consumer, and prunes the stale ones; a consumer keeps the copies of the `kept`
+    /// providers (unreadable this pass).
     async fn sync_copies(
         self,
         provided: &[Provided],
         service_ports: Option<&[ServicePort]>,
-        complete: bool,
+        kept: &[String],
     ) -> Report {
         let (ctx, object, member) = (self.ctx, self.object, self.cluster.name.as_str());
         let mut report = Report::default();
@@ -398,9 +407,14 @@ impl Target<'_> {
                 }
             }
         }
-        if complete {
-            prune(ctx, object, mcs, self.cluster, held, desired, &mut report).await;
-        }
+        // A member that is no longer a consumer keeps nothing, whoever could be read.
+        let sources = if is_consumer {
+            kept.to_vec()
+        } else {
+            Vec::new()
+        };
+        let keep = Keep { desired, sources };
+        prune(ctx, object, mcs, self.cluster, held, keep, &mut report).await;
         report
     }
 }
@@ -467,19 +481,28 @@ async fn collect(
     (read, unreadable)
 }
 
+/// What stays of our copies in a member: the `desired` names and whatever was copied from the
+/// `sources` (providers unreadable this pass).
+#[derive(Default)]
+pub struct Keep {
+    pub desired: Vec<String>,
+    pub sources: Vec<String>,
+}
+
 /// Deletes from `cluster` the copies of `mcs` among `existing` that the component says are
-/// stale given `desired`.
-async fn prune(
+/// stale given what to `keep`.
+pub(super) async fn prune(
     ctx: &Context,
     object: &str,
     mcs: &McsRef,
     cluster: &Cluster,
     existing: Vec<EndpointSlice>,
-    desired: Vec<String>,
+    keep: Keep,
     report: &mut Report,
 ) {
     let member = cluster.name.as_str();
-    let stale = match ctx.planner.prune(mcs, existing, desired).await {
+    let Keep { desired, sources } = keep;
+    let stale = match ctx.planner.prune(mcs, existing, desired, sources).await {
         Ok(stale) => stale,
         Err(err) => return report.fail(object, member, &err),
     };
@@ -502,7 +525,16 @@ async fn withdraw(ctx: &Context, mcs: &McsRef, ready: &[String]) -> Report {
         let member = cluster.name.as_str();
         match list_slices(&cluster.client, member, &mcs.namespace, &mcs.name).await {
             Ok(existing) => {
-                prune(ctx, object, mcs, cluster, existing, Vec::new(), &mut report).await
+                prune(
+                    ctx,
+                    object,
+                    mcs,
+                    cluster,
+                    existing,
+                    Keep::default(),
+                    &mut report,
+                )
+                .await
             }
             Err(err) => report.fail(object, member, &err),
         }

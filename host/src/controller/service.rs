@@ -1,12 +1,17 @@
 //! The *service* step (SPEC §4.7): the hub's Service `<ns>/<mcs name>` is the template; it is
-//! created in every ready cluster of P ∪ C that lacks it, and replaced where the component says
-//! it differs. Services are never deleted. How the member's copy looks is the component's
-//! decision (WIT `service`); this module only reads and writes.
+//! created in every ready cluster of P ∪ C that lacks it (and its namespace with it, see
+//! [`super::namespace`]), and replaced where the component says it differs. A Service is
+//! deleted only to be created again, when the component says so (headlessness changed, which
+//! no API server changes in place, and the Service is one the controller created); the delete
+//! is conditional on the uid read, so it never removes another object of the same name. How
+//! the member's copy looks is the component's decision (WIT `service`); this module only reads
+//! and writes.
 
 use k8s_openapi::api::core::v1::Service;
-use kube::api::PostParams;
+use kube::api::{DeleteParams, PostParams, Preconditions};
 use kube::{Api, Client};
 
+use super::namespace::with_namespace;
 use super::plan::{PlanError, Planner};
 use super::retry::on_conflict;
 use crate::engine::convert::ServiceChange;
@@ -56,6 +61,21 @@ pub enum ServiceError {
         #[source]
         source: Box<kube::Error>,
     },
+    #[error("deleting service {namespace}/{name} in cluster {cluster} to create it again")]
+    Delete {
+        cluster: String,
+        namespace: String,
+        name: String,
+        #[source]
+        source: Box<kube::Error>,
+    },
+    #[error("service {namespace}/{name} in cluster {cluster}: {why}")]
+    Conflict {
+        cluster: String,
+        namespace: String,
+        name: String,
+        why: String,
+    },
 }
 
 /// The hub's Service `namespace/name`, or `None` when it does not exist.
@@ -92,6 +112,7 @@ pub fn service_ports(template: &Service) -> Vec<types::ServicePort> {
 pub enum Outcome {
     Created,
     Updated,
+    Recreated,
     Unchanged,
 }
 
@@ -136,18 +157,49 @@ async fn ensure_once(
             name: name.clone(),
             source: Box::new(source),
         })?;
-    match change {
-        ServiceChange::Unchanged => Ok(Outcome::Unchanged),
-        ServiceChange::Create(copy) => api
-            .create(&PostParams::default(), &copy)
+    let create = async |copy: Service| {
+        let params = PostParams::default();
+        with_namespace(client, &namespace, || api.create(&params, &copy))
             .await
-            .map(|_| Outcome::Created)
             .map_err(|source| ServiceError::Create {
                 cluster: cluster.to_string(),
-                namespace,
-                name,
+                namespace: namespace.clone(),
+                name: name.clone(),
                 source: Box::new(source),
-            }),
+            })
+    };
+    match change {
+        ServiceChange::Unchanged => Ok(Outcome::Unchanged),
+        ServiceChange::Create(copy) => create(copy).await.map(|_| Outcome::Created),
+        ServiceChange::Recreate(copy) => {
+            let uid = existing.and_then(|s| s.metadata.uid);
+            let only_what_was_read = DeleteParams {
+                preconditions: Some(Preconditions {
+                    uid,
+                    resource_version: None,
+                }),
+                ..DeleteParams::default()
+            };
+            match api.delete(&name, &only_what_was_read).await {
+                Ok(_) => {}
+                Err(kube::Error::Api(status)) if status.code == 404 => {}
+                Err(source) => {
+                    return Err(ServiceError::Delete {
+                        cluster: cluster.to_string(),
+                        namespace: namespace.clone(),
+                        name: name.clone(),
+                        source: Box::new(source),
+                    });
+                }
+            }
+            create(copy).await.map(|_| Outcome::Recreated)
+        }
+        ServiceChange::Conflict(why) => Err(ServiceError::Conflict {
+            cluster: cluster.to_string(),
+            namespace: namespace.clone(),
+            name: name.clone(),
+            why,
+        }),
         ServiceChange::Replace(copy) => api
             .replace(&name, &PostParams::default(), &copy)
             .await

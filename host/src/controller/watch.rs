@@ -26,13 +26,8 @@ use kube::{Api, Resource, ResourceExt};
 use tokio::task::JoinHandle;
 
 use super::queue::{Cause, Queue};
-use super::read::{SERVICE_NAME_LABEL, mcs_resource};
+use super::read::{DISPATCH_MANAGER, MANAGED_BY_LABEL, SERVICE_NAME_LABEL, mcs_resource};
 use crate::clusters::{Cluster, Registry};
-
-/// `endpointslice.kubernetes.io/managed-by`.
-const MANAGED_BY_LABEL: &str = "endpointslice.kubernetes.io/managed-by";
-/// The managed-by value of the copies we make (SPEC §4.5).
-const DISPATCH_MANAGER: &str = "endpointslice-dispatch-controller.karmada.io";
 
 /// Which MCS an object's change concerns, if any.
 type KeyOf<K> = fn(&K, Change) -> Option<String>;

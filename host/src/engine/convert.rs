@@ -164,6 +164,10 @@ pub enum ServiceChange {
     Unchanged,
     Create(Service),
     Replace(Service),
+    /// Delete the member's Service, then create this one.
+    Recreate(Service),
+    /// Leave the member's Service alone: why it cannot be made to match.
+    Conflict(String),
 }
 
 /// A Service as the component's `service` function takes it (JSON text).
@@ -178,6 +182,10 @@ pub fn service_change(action: types::ServiceAction) -> Result<ServiceChange, ser
         types::ServiceAction::Unchanged => ServiceChange::Unchanged,
         types::ServiceAction::Create(json) => ServiceChange::Create(serde_json::from_str(&json)?),
         types::ServiceAction::Replace(json) => ServiceChange::Replace(serde_json::from_str(&json)?),
+        types::ServiceAction::Recreate(json) => {
+            ServiceChange::Recreate(serde_json::from_str(&json)?)
+        }
+        types::ServiceAction::Conflict(why) => ServiceChange::Conflict(why),
     })
 }
 

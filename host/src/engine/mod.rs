@@ -262,21 +262,27 @@ impl PolicyEngine {
             })
     }
 
-    /// Names of the stale copies of `mcs` among a consumer's `existing` slices (WIT `prune`).
+    /// Names of the stale copies of `mcs` among a member's `existing` slices (WIT `prune`):
+    /// not `desired`, and not copied from a provider in `kept_sources`.
     pub fn prune(
         &self,
         mcs: &McsRef,
         existing: &[EndpointSlice],
         desired: &[String],
+        kept_sources: &[String],
         budget: Duration,
     ) -> Result<Vec<String>, EngineError> {
         let loaded = self.current();
         self.inner
             .runtime
             .run(&loaded, "prune", budget, |policy, store| {
-                policy
-                    .karmada_mcs_policy_policy()
-                    .call_prune(store, mcs, existing, desired)
+                policy.karmada_mcs_policy_policy().call_prune(
+                    store,
+                    mcs,
+                    existing,
+                    desired,
+                    kept_sources,
+                )
             })
     }
 

@@ -67,7 +67,12 @@ impl Guest for Hostile {
         Err("the hostile component plans nothing".to_string())
     }
 
-    fn prune(mcs: McsRef, _existing: Vec<EndpointSlice>, _desired: Vec<String>) -> Vec<String> {
+    fn prune(
+        mcs: McsRef,
+        _existing: Vec<EndpointSlice>,
+        _desired: Vec<String>,
+        _kept_sources: Vec<String>,
+    ) -> Vec<String> {
         misbehave(&mcs.name);
         Vec::new()
     }

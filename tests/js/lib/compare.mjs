@@ -104,10 +104,10 @@ export function checkResponse(response, expect) {
 
 /** `check_service`: the problems of a `service` answer (`eval service` shape) against its `expect`. */
 export function checkService(got, expect) {
-  if (expect.action !== 'error') return jsonDiff(got, expect);
+  if (expect.action !== 'error' && expect.action !== 'conflict') return jsonDiff(got, expect);
   const part = typeof expect.messageContains === 'string' ? expect.messageContains : '';
-  if (got?.action === 'error' && typeof got.message === 'string' && got.message.includes(part)) return [];
-  return [`got ${JSON.stringify(got)}, want an error containing ${JSON.stringify(part)}`];
+  if (got?.action === expect.action && typeof got.message === 'string' && got.message.includes(part)) return [];
+  return [`got ${JSON.stringify(got)}, want ${expect.action} with a message containing ${JSON.stringify(part)}`];
 }
 
 /** True for a lower-case 8-4-4-4-12 UUID. */

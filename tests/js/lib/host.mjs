@@ -297,8 +297,8 @@ export function runFilter(policy, input) {
 /**
  * `service_json`: a service input (the `input` of a service fixture: `template`, `existing`; a
  * string is the exact text to pass, anything else its JSON) → the answer as `mcs-policy eval
- * service` prints it: `{action: 'unchanged'}`, `{action: 'create'|'replace', object}` or
- * `{action: 'error', message}`.
+ * service` prints it: `{action: 'unchanged'}`, `{action: 'create'|'replace'|'recreate', object}`,
+ * `{action: 'conflict', message}` or `{action: 'error', message}`.
  */
 export function runService(policy, input) {
   const text = (v) => (typeof v === 'string' ? v : JSON.stringify(v));
@@ -311,6 +311,7 @@ export function runService(policy, input) {
     return { action: 'error', message: errPayload(e).payload };
   }
   if (action.tag === 'unchanged') return { action: 'unchanged' };
+  if (action.tag === 'conflict') return { action: 'conflict', message: action.val };
   let object;
   try {
     object = JSON.parse(action.val);
