@@ -8,11 +8,10 @@ use axum::extract::DefaultBodyLimit;
 
 use crate::builtin;
 use crate::faults::Faults;
-use crate::lifecycle;
 use crate::network::Network;
-use crate::object;
-use crate::registry::{GroupResource, Registry};
+use crate::registry::Registry;
 use crate::store::Store;
+use crate::types;
 
 /// Largest accepted request body.
 const BODY_LIMIT: usize = 16 * 1024 * 1024;
@@ -89,15 +88,5 @@ fn fresh_store(history_limit: usize) -> Store {
 }
 
 fn create_default_namespaces(store: &mut Store) {
-    let namespaces = GroupResource::new("", "namespaces");
-    let Some(rt) = store.registry.lookup("", "v1", "namespaces") else {
-        return;
-    };
-    let now = object::now();
-    for name in builtin::DEFAULT_NAMESPACES {
-        let body = serde_json::json!({"metadata": {"name": name}});
-        if let Ok(ns) = lifecycle::prepare_create(&rt, None, body, &now) {
-            store.put(&namespaces, ns);
-        }
-    }
+    types::seed(store);
 }

@@ -28,6 +28,7 @@ const SYSTEM_METADATA: [&str; 5] = [
 ];
 
 /// A new object ready for storage (name, uid, timestamps, generation, status), or why not.
+/// A `resourceVersion` in the body is kept for the storage step to refuse.
 pub fn prepare_create(
     rt: &ResourceType,
     namespace: Option<&str>,
@@ -37,15 +38,6 @@ pub fn prepare_create(
     check_type(rt, &mut obj)?;
     set_namespace(rt, namespace, &mut obj)?;
     let meta = object::metadata_mut(&mut obj);
-    if meta
-        .get("resourceVersion")
-        .and_then(Value::as_str)
-        .is_some_and(|rv| !rv.is_empty())
-    {
-        return Err(ApiError::bad_request(
-            "resourceVersion should not be set on objects to be created",
-        ));
-    }
     let has_name = meta
         .get("name")
         .and_then(Value::as_str)
@@ -71,7 +63,6 @@ pub fn prepare_create(
     meta.insert("creationTimestamp".into(), json!(now));
     meta.remove("deletionTimestamp");
     meta.remove("deletionGracePeriodSeconds");
-    meta.remove("resourceVersion");
     match rt.generation {
         GenerationPolicy::None => meta.remove("generation"),
         GenerationPolicy::Spec | GenerationPolicy::ContentOrLabels => {
@@ -252,15 +243,7 @@ fn apply_special(
     now: &str,
 ) -> Result<(), ApiError> {
     match rt.special {
-        Special::None => {}
-        Special::Namespace => {
-            let phase = if object::is_deleting(obj) {
-                "Terminating"
-            } else {
-                "Active"
-            };
-            obj["status"] = json!({"phase": phase});
-        }
+        Special::None | Special::Namespace => {}
         Special::CustomResourceDefinition => {
             crd::resource_types(obj)?;
             obj["status"] = crd::established_status(obj, previous_status, now);
@@ -354,15 +337,14 @@ mod tests {
     }
 
     #[test]
-    fn namespaces_are_created_active() {
+    fn cluster_scoped_objects_have_no_namespace() {
         let ns = prepare_create(
             &rt("namespaces"),
             None,
-            json!({"metadata": {"name": "prod"}}),
+            json!({"metadata": {"name": "prod", "namespace": "x"}}),
             NOW,
         )
         .unwrap();
-        assert_eq!(ns["status"]["phase"], "Active");
         assert!(ns["metadata"].get("namespace").is_none());
     }
 

@@ -18,6 +18,7 @@ mod selector;
 mod server;
 mod status;
 mod store;
+mod types;
 
 use std::io::Write;
 use std::time::Duration;

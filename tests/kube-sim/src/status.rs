@@ -72,6 +72,25 @@ impl ApiError {
             .with_details(json!({"name": name, "kind": kind, "causes": [cause]}))
     }
 
+    /// 403 Forbidden about the object `name` (`apierrors.NewForbidden`), with extra causes.
+    pub fn forbidden(gr: &GroupResource, name: &str, why: &str, causes: Vec<Value>) -> Self {
+        let message = if name.is_empty() {
+            format!("{gr} is forbidden: {why}")
+        } else {
+            format!("{gr} \"{name}\" is forbidden: {why}")
+        };
+        let mut details = gr.details(name);
+        if !causes.is_empty() {
+            details["causes"] = Value::Array(causes);
+        }
+        Self::new(403, "Forbidden", message).with_details(details)
+    }
+
+    /// A failure the apiserver reports as a bare error: code 500, no reason.
+    pub fn internal_unclassified(message: impl Into<String>) -> Self {
+        Self::new(500, "", message)
+    }
+
     pub fn bad_request(message: impl Into<String>) -> Self {
         Self::new(400, "BadRequest", message)
     }
@@ -157,7 +176,9 @@ impl ApiError {
         status.insert("metadata".into(), json!({}));
         status.insert("status".into(), json!("Failure"));
         status.insert("message".into(), json!(self.message));
-        status.insert("reason".into(), json!(self.reason));
+        if !self.reason.is_empty() {
+            status.insert("reason".into(), json!(self.reason));
+        }
         if let Some(details) = &self.details {
             status.insert("details".into(), details.clone());
         }
