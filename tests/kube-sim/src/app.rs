@@ -38,7 +38,7 @@ pub struct App {
 
 impl App {
     pub fn new(settings: Settings) -> Arc<Self> {
-        let store = fresh_store(settings.history_limit);
+        let store = fresh_store(settings.history_limit, &settings.server_address);
         Arc::new(Self {
             store: RwLock::new(store),
             faults: Faults::default(),
@@ -64,7 +64,7 @@ impl App {
     pub fn reset(&self) {
         let mut store = self.write();
         store.reset(Registry::with_types(builtin::builtin_types()));
-        create_default_namespaces(&mut store);
+        create_default_namespaces(&mut store, &self.settings.server_address);
         self.faults.clear();
     }
 }
@@ -78,15 +78,20 @@ pub fn router(app: Arc<App>) -> Router {
         .with_state(app)
 }
 
-fn fresh_store(history_limit: usize) -> Store {
+fn fresh_store(history_limit: usize, server_address: &str) -> Store {
     let mut store = Store::new(
         Registry::with_types(builtin::builtin_types()),
         history_limit,
     );
-    create_default_namespaces(&mut store);
+    create_default_namespaces(&mut store, server_address);
     store
 }
 
-fn create_default_namespaces(store: &mut Store) {
-    types::seed(store);
+fn create_default_namespaces(store: &mut Store, server_address: &str) {
+    let port = server_address
+        .rsplit(':')
+        .next()
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(0);
+    types::seed(store, port);
 }

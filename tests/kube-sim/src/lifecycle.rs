@@ -290,9 +290,17 @@ mod tests {
             .unwrap()
     }
 
+    /// A type with a status subresource whose generation follows spec changes (as a CRD's).
+    fn spec_generation() -> ResourceType {
+        ResourceType {
+            generation: GenerationPolicy::Spec,
+            ..rt("services")
+        }
+    }
+
     fn created_service() -> Value {
         let body = json!({"metadata": {"name": "web"}, "spec": {"ports": [{"port": 80}]}, "status": {"x": 1}});
-        let mut svc = prepare_create(&rt("services"), Some("default"), body, NOW).unwrap();
+        let mut svc = prepare_create(&spec_generation(), Some("default"), body, NOW).unwrap();
         svc["metadata"]["resourceVersion"] = json!("7");
         svc
     }
@@ -353,7 +361,7 @@ mod tests {
         let mut candidate = created_service();
         candidate["metadata"]["resourceVersion"] = json!("6");
         let error = merge_update(
-            &rt("services"),
+            &spec_generation(),
             &created_service(),
             candidate,
             Part::Main,
@@ -371,7 +379,8 @@ mod tests {
         let mut candidate = current.clone();
         candidate["spec"]["ports"][0]["port"] = json!(81);
         candidate["status"] = json!({"changed": true});
-        let updated = merge_update(&rt("services"), &current, candidate, Part::Main, NOW).unwrap();
+        let updated =
+            merge_update(&spec_generation(), &current, candidate, Part::Main, NOW).unwrap();
         assert_eq!(updated["status"], json!({"loadBalancer": {}}));
         assert_eq!(updated["metadata"]["generation"], 2);
     }
@@ -383,7 +392,7 @@ mod tests {
         candidate["spec"] = json!({"ignored": true});
         candidate["status"] = json!({"ready": true});
         let updated =
-            merge_update(&rt("services"), &current, candidate, Part::Status, NOW).unwrap();
+            merge_update(&spec_generation(), &current, candidate, Part::Status, NOW).unwrap();
         assert_eq!(updated["spec"], current["spec"]);
         assert_eq!(updated["status"], json!({"ready": true}));
         assert_eq!(updated["metadata"]["generation"], 1);
@@ -398,7 +407,8 @@ mod tests {
             .unwrap()
             .remove("resourceVersion");
         candidate["metadata"].as_object_mut().unwrap().remove("uid");
-        let updated = merge_update(&rt("services"), &current, candidate, Part::Main, NOW).unwrap();
+        let updated =
+            merge_update(&spec_generation(), &current, candidate, Part::Main, NOW).unwrap();
         assert_eq!(updated, current);
     }
 

@@ -19,7 +19,6 @@ pub enum ErrorType {
     Forbidden,
     TooLong,
     TooMany,
-    Internal,
 }
 
 impl ErrorType {
@@ -33,7 +32,6 @@ impl ErrorType {
             Self::Forbidden => "Forbidden",
             Self::TooLong => "Too long",
             Self::TooMany => "Too many",
-            Self::Internal => "Internal error",
         }
     }
 
@@ -47,16 +45,12 @@ impl ErrorType {
             Self::Forbidden => "FieldValueForbidden",
             Self::TooLong => "FieldValueTooLong",
             Self::TooMany => "FieldValueTooMany",
-            Self::Internal => "InternalError",
         }
     }
 
     /// Whether the bad value is shown (`ErrorBody` leaves it out for these).
     fn shows_value(self) -> bool {
-        !matches!(
-            self,
-            Self::Required | Self::Forbidden | Self::TooLong | Self::Internal
-        )
+        !matches!(self, Self::Required | Self::Forbidden | Self::TooLong)
     }
 }
 
@@ -206,7 +200,10 @@ pub fn invalid(group: &str, kind: &str, name: &str, errors: &[FieldError]) -> Op
         details.insert("kind".into(), json!(kind));
     }
     details.insert("causes".into(), Value::Array(causes));
-    Some(ApiError::invalid_with_details(message, Value::Object(details)))
+    Some(ApiError::invalid_with_details(
+        message,
+        Value::Object(details),
+    ))
 }
 
 /// The distinct messages of `errors`, one alone or several as `[a, b]` (`ToAggregate`).
@@ -249,7 +246,10 @@ mod tests {
             FieldError::forbidden("x", "may not be used").body(),
             "Forbidden: may not be used"
         );
-        assert_eq!(FieldError::duplicate("n", "http").body(), "Duplicate value: \"http\"");
+        assert_eq!(
+            FieldError::duplicate("n", "http").body(),
+            "Duplicate value: \"http\""
+        );
     }
 
     #[test]
@@ -257,7 +257,10 @@ mod tests {
         let one = [FieldError::required("spec.ports", "")];
         let error = invalid("", "Service", "web", &one).unwrap();
         assert_eq!(error.code, 422);
-        assert_eq!(error.message, "Service \"web\" is invalid: spec.ports: Required value");
+        assert_eq!(
+            error.message,
+            "Service \"web\" is invalid: spec.ports: Required value"
+        );
         let two = [
             FieldError::required("a", ""),
             FieldError::required("a", ""),

@@ -10,19 +10,32 @@
 //!
 //! Each type lives in its own module; types without one are stored as sent.
 
+pub mod endpointslice;
+pub mod field;
+pub mod ip;
+pub mod meta;
+pub mod names;
 pub mod namespace;
+pub mod service;
 
 use serde_json::Value;
 
 use crate::lifecycle::Part;
+use crate::object;
 use crate::registry::{ResourceType, Special};
 use crate::status::ApiError;
 use crate::store::Store;
+use field::ErrorList;
+use meta::NameRule;
 
 /// The built-in types with behaviour of their own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Builtin {
     Namespace,
+    Service,
+    EndpointSlice,
+    /// ConfigMaps and Secrets: metadata validation only.
+    Plain,
 }
 
 fn builtin(rt: &ResourceType) -> Option<Builtin> {
@@ -31,6 +44,9 @@ fn builtin(rt: &ResourceType) -> Option<Builtin> {
     }
     match (rt.group.as_str(), rt.plural.as_str()) {
         ("", "namespaces") if rt.special == Special::Namespace => Some(Builtin::Namespace),
+        ("", "services") => Some(Builtin::Service),
+        ("discovery.k8s.io", "endpointslices") => Some(Builtin::EndpointSlice),
+        ("", "configmaps" | "secrets") => Some(Builtin::Plain),
         _ => None,
     }
 }
@@ -40,7 +56,17 @@ fn builtin(rt: &ResourceType) -> Option<Builtin> {
 pub fn decode_defaults(rt: &ResourceType, obj: &mut Value) {
     match builtin(rt) {
         Some(Builtin::Namespace) => namespace::decode_defaults(obj),
-        None => {}
+        Some(Builtin::Service) => service::decode_defaults(obj),
+        Some(Builtin::EndpointSlice) => endpointslice::decode_defaults(obj),
+        Some(Builtin::Plain) | None => {}
+    }
+}
+
+/// `errors` as the 422 answer about `obj` of `rt`.
+fn refuse(rt: &ResourceType, obj: &Value, errors: &ErrorList) -> Result<(), ApiError> {
+    match field::invalid(&rt.group, &rt.kind, object::name(obj), errors) {
+        Some(error) => Err(error),
+        None => Ok(()),
     }
 }
 
@@ -65,18 +91,38 @@ pub fn admit_delete(rt: &ResourceType, name: &str) -> Result<(), ApiError> {
     namespace::admit_delete(rt, name)
 }
 
-/// The registry's create steps for a new object whose generic metadata is set.
-pub fn prepare_create(_store: &Store, rt: &ResourceType, obj: &mut Value) -> Result<(), ApiError> {
+/// The registry's create steps for a new object whose generic metadata is set:
+/// `PrepareForCreate` and allocations, the type's validation, then the generic name check.
+pub fn prepare_create(store: &Store, rt: &ResourceType, obj: &mut Value) -> Result<(), ApiError> {
     match builtin(rt) {
-        Some(Builtin::Namespace) => namespace::prepare_create(obj),
-        None => {}
+        Some(Builtin::Namespace) => {
+            namespace::prepare_create(obj);
+            refuse(rt, obj, &meta::validate(obj, NameRule::Label, false, true))?;
+        }
+        Some(Builtin::Service) => service::prepare_create(store, obj)?,
+        Some(Builtin::EndpointSlice) => {
+            refuse(rt, obj, &endpointslice::validate_create(obj))?;
+            endpointslice::storage_form(obj);
+        }
+        Some(Builtin::Plain) => {
+            refuse(
+                rt,
+                obj,
+                &meta::validate(obj, NameRule::Subdomain, true, true),
+            )?;
+        }
+        None => {
+            custom_resource_warnings(rt, obj, None);
+            return Ok(());
+        }
     }
-    Ok(())
+    refuse(rt, obj, &meta::validate_path_segment(obj))
 }
 
-/// The registry's update steps for `new` replacing `old` (already merged by the lifecycle).
+/// The registry's update steps for `new` replacing `old` (already merged by the lifecycle):
+/// `PrepareForUpdate`, allocations, `ValidateUpdate`.
 pub fn prepare_update(
-    _store: &Store,
+    store: &Store,
     rt: &ResourceType,
     old: &Value,
     new: &mut Value,
@@ -86,10 +132,31 @@ pub fn prepare_update(
         return Ok(());
     }
     match builtin(rt) {
-        Some(Builtin::Namespace) => namespace::prepare_update(old, new),
-        None => {}
+        Some(Builtin::Namespace) => {
+            namespace::prepare_update(old, new);
+            refuse(rt, new, &meta::validate_update(new, old, true))
+        }
+        Some(Builtin::Service) => service::prepare_update(store, old, new),
+        Some(Builtin::EndpointSlice) => {
+            refuse(rt, new, &endpointslice::validate_update(new, old))?;
+            endpointslice::storage_form(new);
+            Ok(())
+        }
+        Some(Builtin::Plain) => refuse(rt, new, &meta::validate_update(new, old, true)),
+        None => {
+            custom_resource_warnings(rt, new, Some(old));
+            Ok(())
+        }
     }
-    Ok(())
+}
+
+/// The finalizer warnings a custom resource write gets (`WarningsOnCreate/Update`).
+fn custom_resource_warnings(rt: &ResourceType, new: &Value, old: Option<&Value>) {
+    if rt.defined_by.is_some() {
+        meta::finalizer_warnings(new, old)
+            .into_iter()
+            .for_each(crate::warning::add);
+    }
 }
 
 /// What the type's registry does instead of the generic DELETE of `current`: the object to
@@ -105,18 +172,35 @@ pub fn held_by_finalizers(rt: &ResourceType, obj: &Value) -> bool {
         || (builtin(rt) == Some(Builtin::Namespace) && namespace::held_by_spec(obj))
 }
 
-/// What a fresh cluster holds before any request: the default namespaces.
-pub fn seed(store: &mut Store) {
-    let Some(rt) = store.registry.lookup("", "v1", "namespaces") else {
-        return;
-    };
-    let now = crate::object::now();
+/// What a fresh cluster holds before any request: the default namespaces and the
+/// `default/kubernetes` Service of an API server listening on `port`.
+pub fn seed(store: &mut Store, port: u16) {
+    let now = object::now();
     for name in crate::builtin::DEFAULT_NAMESPACES {
         let body = serde_json::json!({"metadata": {"name": name}});
-        let Ok(mut ns) = crate::lifecycle::prepare_create(&rt, None, body, &now) else {
-            continue;
-        };
-        namespace::prepare_create(&mut ns);
-        store.put(&rt.group_resource(), ns);
+        seed_one(store, ("", "v1", "namespaces"), None, body, &now);
+    }
+    let body = service::kubernetes(port);
+    seed_one(store, ("", "v1", "services"), Some("default"), body, &now);
+}
+
+fn seed_one(
+    store: &mut Store,
+    (group, version, plural): (&str, &str, &str),
+    namespace: Option<&str>,
+    mut body: Value,
+    now: &str,
+) {
+    let Some(rt) = store.registry.lookup(group, version, plural) else {
+        return;
+    };
+    decode_defaults(&rt, &mut body);
+    let created = crate::lifecycle::prepare_create(&rt, namespace, body, now)
+        .and_then(|mut obj| prepare_create(store, &rt, &mut obj).map(|()| obj));
+    match created {
+        Ok(obj) => {
+            store.put(&rt.group_resource(), obj);
+        }
+        Err(e) => tracing::error!(resource = plural, error = e.message, "seeding failed"),
     }
 }
