@@ -8,11 +8,10 @@ use axum::extract::DefaultBodyLimit;
 
 use crate::builtin;
 use crate::faults::Faults;
-use crate::lifecycle;
 use crate::network::Network;
-use crate::object;
-use crate::registry::{GroupResource, Registry};
+use crate::registry::Registry;
 use crate::store::Store;
+use crate::types;
 
 /// Largest accepted request body.
 const BODY_LIMIT: usize = 16 * 1024 * 1024;
@@ -39,7 +38,7 @@ pub struct App {
 
 impl App {
     pub fn new(settings: Settings) -> Arc<Self> {
-        let store = fresh_store(settings.history_limit);
+        let store = fresh_store(settings.history_limit, &settings.server_address);
         Arc::new(Self {
             store: RwLock::new(store),
             faults: Faults::default(),
@@ -65,7 +64,7 @@ impl App {
     pub fn reset(&self) {
         let mut store = self.write();
         store.reset(Registry::with_types(builtin::builtin_types()));
-        create_default_namespaces(&mut store);
+        create_default_namespaces(&mut store, &self.settings.server_address);
         self.faults.clear();
     }
 }
@@ -79,25 +78,20 @@ pub fn router(app: Arc<App>) -> Router {
         .with_state(app)
 }
 
-fn fresh_store(history_limit: usize) -> Store {
+fn fresh_store(history_limit: usize, server_address: &str) -> Store {
     let mut store = Store::new(
         Registry::with_types(builtin::builtin_types()),
         history_limit,
     );
-    create_default_namespaces(&mut store);
+    create_default_namespaces(&mut store, server_address);
     store
 }
 
-fn create_default_namespaces(store: &mut Store) {
-    let namespaces = GroupResource::new("", "namespaces");
-    let Some(rt) = store.registry.lookup("", "v1", "namespaces") else {
-        return;
-    };
-    let now = object::now();
-    for name in builtin::DEFAULT_NAMESPACES {
-        let body = serde_json::json!({"metadata": {"name": name}});
-        if let Ok(ns) = lifecycle::prepare_create(&rt, None, body, &now) {
-            store.put(&namespaces, ns);
-        }
-    }
+fn create_default_namespaces(store: &mut Store, server_address: &str) {
+    let port = server_address
+        .rsplit(':')
+        .next()
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(0);
+    types::seed(store, port);
 }

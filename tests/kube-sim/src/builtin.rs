@@ -38,7 +38,7 @@ const BUILTINS: [Builtin; 9] = [
         namespaced: true,
         status: true,
         short_names: &["svc"],
-        generation: GenerationPolicy::Spec,
+        generation: GenerationPolicy::None,
         special: Special::None,
     },
     Builtin {

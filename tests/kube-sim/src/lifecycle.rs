@@ -28,6 +28,7 @@ const SYSTEM_METADATA: [&str; 5] = [
 ];
 
 /// A new object ready for storage (name, uid, timestamps, generation, status), or why not.
+/// A `resourceVersion` in the body is kept for the storage step to refuse.
 pub fn prepare_create(
     rt: &ResourceType,
     namespace: Option<&str>,
@@ -37,15 +38,6 @@ pub fn prepare_create(
     check_type(rt, &mut obj)?;
     set_namespace(rt, namespace, &mut obj)?;
     let meta = object::metadata_mut(&mut obj);
-    if meta
-        .get("resourceVersion")
-        .and_then(Value::as_str)
-        .is_some_and(|rv| !rv.is_empty())
-    {
-        return Err(ApiError::bad_request(
-            "resourceVersion should not be set on objects to be created",
-        ));
-    }
     let has_name = meta
         .get("name")
         .and_then(Value::as_str)
@@ -71,7 +63,6 @@ pub fn prepare_create(
     meta.insert("creationTimestamp".into(), json!(now));
     meta.remove("deletionTimestamp");
     meta.remove("deletionGracePeriodSeconds");
-    meta.remove("resourceVersion");
     match rt.generation {
         GenerationPolicy::None => meta.remove("generation"),
         GenerationPolicy::Spec | GenerationPolicy::ContentOrLabels => {
@@ -252,15 +243,7 @@ fn apply_special(
     now: &str,
 ) -> Result<(), ApiError> {
     match rt.special {
-        Special::None => {}
-        Special::Namespace => {
-            let phase = if object::is_deleting(obj) {
-                "Terminating"
-            } else {
-                "Active"
-            };
-            obj["status"] = json!({"phase": phase});
-        }
+        Special::None | Special::Namespace => {}
         Special::CustomResourceDefinition => {
             crd::resource_types(obj)?;
             obj["status"] = crd::established_status(obj, previous_status, now);
@@ -307,9 +290,17 @@ mod tests {
             .unwrap()
     }
 
+    /// A type with a status subresource whose generation follows spec changes (as a CRD's).
+    fn spec_generation() -> ResourceType {
+        ResourceType {
+            generation: GenerationPolicy::Spec,
+            ..rt("services")
+        }
+    }
+
     fn created_service() -> Value {
         let body = json!({"metadata": {"name": "web"}, "spec": {"ports": [{"port": 80}]}, "status": {"x": 1}});
-        let mut svc = prepare_create(&rt("services"), Some("default"), body, NOW).unwrap();
+        let mut svc = prepare_create(&spec_generation(), Some("default"), body, NOW).unwrap();
         svc["metadata"]["resourceVersion"] = json!("7");
         svc
     }
@@ -354,15 +345,14 @@ mod tests {
     }
 
     #[test]
-    fn namespaces_are_created_active() {
+    fn cluster_scoped_objects_have_no_namespace() {
         let ns = prepare_create(
             &rt("namespaces"),
             None,
-            json!({"metadata": {"name": "prod"}}),
+            json!({"metadata": {"name": "prod", "namespace": "x"}}),
             NOW,
         )
         .unwrap();
-        assert_eq!(ns["status"]["phase"], "Active");
         assert!(ns["metadata"].get("namespace").is_none());
     }
 
@@ -371,7 +361,7 @@ mod tests {
         let mut candidate = created_service();
         candidate["metadata"]["resourceVersion"] = json!("6");
         let error = merge_update(
-            &rt("services"),
+            &spec_generation(),
             &created_service(),
             candidate,
             Part::Main,
@@ -389,7 +379,8 @@ mod tests {
         let mut candidate = current.clone();
         candidate["spec"]["ports"][0]["port"] = json!(81);
         candidate["status"] = json!({"changed": true});
-        let updated = merge_update(&rt("services"), &current, candidate, Part::Main, NOW).unwrap();
+        let updated =
+            merge_update(&spec_generation(), &current, candidate, Part::Main, NOW).unwrap();
         assert_eq!(updated["status"], json!({"loadBalancer": {}}));
         assert_eq!(updated["metadata"]["generation"], 2);
     }
@@ -401,7 +392,7 @@ mod tests {
         candidate["spec"] = json!({"ignored": true});
         candidate["status"] = json!({"ready": true});
         let updated =
-            merge_update(&rt("services"), &current, candidate, Part::Status, NOW).unwrap();
+            merge_update(&spec_generation(), &current, candidate, Part::Status, NOW).unwrap();
         assert_eq!(updated["spec"], current["spec"]);
         assert_eq!(updated["status"], json!({"ready": true}));
         assert_eq!(updated["metadata"]["generation"], 1);
@@ -416,7 +407,8 @@ mod tests {
             .unwrap()
             .remove("resourceVersion");
         candidate["metadata"].as_object_mut().unwrap().remove("uid");
-        let updated = merge_update(&rt("services"), &current, candidate, Part::Main, NOW).unwrap();
+        let updated =
+            merge_update(&spec_generation(), &current, candidate, Part::Main, NOW).unwrap();
         assert_eq!(updated, current);
     }
 

@@ -9,6 +9,7 @@ mod cli;
 mod crd;
 mod discovery;
 mod faults;
+mod gojson;
 mod lifecycle;
 mod network;
 mod object;
@@ -18,6 +19,9 @@ mod selector;
 mod server;
 mod status;
 mod store;
+mod strategic;
+mod types;
+mod warning;
 
 use std::io::Write;
 use std::time::Duration;

@@ -61,7 +61,7 @@ pub enum GenerationPolicy {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Special {
     None,
-    /// Namespaces get `status.phase: Active`.
+    /// Namespaces: see `types::namespace`.
     Namespace,
     /// CustomResourceDefinitions register the resources they define and get an Established status.
     CustomResourceDefinition,

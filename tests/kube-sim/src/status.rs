@@ -72,6 +72,40 @@ impl ApiError {
             .with_details(json!({"name": name, "kind": kind, "causes": [cause]}))
     }
 
+    /// 422 Invalid with the given message and details (see `types::field::invalid`).
+    pub fn invalid_with_details(message: String, details: Value) -> Self {
+        Self::new(422, "Invalid", message).with_details(details)
+    }
+
+    /// 403 Forbidden about the object `name` (`apierrors.NewForbidden`), with extra causes.
+    pub fn forbidden(gr: &GroupResource, name: &str, why: &str, causes: Vec<Value>) -> Self {
+        let message = if name.is_empty() {
+            format!("{gr} is forbidden: {why}")
+        } else {
+            format!("{gr} \"{name}\" is forbidden: {why}")
+        };
+        let mut details = gr.details(name);
+        if !causes.is_empty() {
+            details["causes"] = Value::Array(causes);
+        }
+        Self::new(403, "Forbidden", message).with_details(details)
+    }
+
+    /// 500 `Internal error occurred: ...` (`apierrors.NewInternalError`).
+    pub fn internal_error(err: &str) -> Self {
+        Self::new(
+            500,
+            "InternalError",
+            format!("Internal error occurred: {err}"),
+        )
+        .with_details(json!({"causes": [{"message": err}]}))
+    }
+
+    /// A failure the apiserver reports as a bare error: code 500, no reason.
+    pub fn internal_unclassified(message: impl Into<String>) -> Self {
+        Self::new(500, "", message)
+    }
+
     pub fn bad_request(message: impl Into<String>) -> Self {
         Self::new(400, "BadRequest", message)
     }
@@ -105,6 +139,31 @@ impl ApiError {
                 "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json (got {content_type:?})"
             ),
         )
+    }
+
+    /// A PATCH whose content type is no patch format: the bare 415 the apiserver answers.
+    pub fn unsupported_patch_media_type() -> Self {
+        Self::new(415, "UnsupportedMediaType", "415: Unsupported Media Type")
+            .with_details(json!({}))
+    }
+
+    /// A strategic merge patch of a custom resource (which has no patch strategies).
+    pub fn strategic_patch_unsupported() -> Self {
+        Self::new(
+            415,
+            "UnsupportedMediaType",
+            "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml",
+        )
+    }
+
+    /// 422 as `NewGenericServerResponse` words it, e.g. for a failed JSON patch operation.
+    pub fn unprocessable_generic() -> Self {
+        Self::new(
+            422,
+            "Invalid",
+            "the server rejected our request due to an error in our request",
+        )
+        .with_details(json!({}))
     }
 
     pub fn expired(message: impl Into<String>) -> Self {
@@ -157,7 +216,9 @@ impl ApiError {
         status.insert("metadata".into(), json!({}));
         status.insert("status".into(), json!("Failure"));
         status.insert("message".into(), json!(self.message));
-        status.insert("reason".into(), json!(self.reason));
+        if !self.reason.is_empty() {
+            status.insert("reason".into(), json!(self.reason));
+        }
         if let Some(details) = &self.details {
             status.insert("details".into(), details.clone());
         }

@@ -19,6 +19,7 @@ use crate::object;
 use crate::registry::ResourceType;
 use crate::status::ApiError;
 use crate::store::Store;
+use crate::types;
 
 /// What deleting an object did.
 enum Deletion {
@@ -33,6 +34,7 @@ pub fn delete(app: &App, target: &Target, body: &[u8]) -> Result<Response, ApiEr
     let options = delete_options(body)?;
     let gr = target.rt.group_resource();
     let name = target.name_or_empty();
+    types::admit_delete(&target.rt, name)?;
     let mut store = app.write();
     let current = store
         .get(&gr, target.key_namespace(), name)
@@ -70,6 +72,9 @@ pub fn delete_collection(
 }
 
 fn delete_locked(store: &mut Store, rt: &ResourceType, current: &Arc<Value>) -> Deletion {
+    if let Some(kept) = types::delete(rt, current, &object::now()) {
+        return Deletion::Pending(write::commit(store, rt, current, kept));
+    }
     if !object::has_finalizers(current) {
         return Deletion::Removed(write::remove(store, rt, current));
     }

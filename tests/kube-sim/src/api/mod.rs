@@ -55,7 +55,10 @@ async fn serve(
     let route = path::parse(uri.path());
     if let Route::Resource(resource_path) = route {
         let target = Target::resolve(&app.read().registry, resource_path)?;
-        return serve_resource(app, method, target, &params, headers, body);
+        return Ok(crate::warning::around(|| {
+            serve_resource(app, method, target, &params, headers, body)
+                .unwrap_or_else(IntoResponse::into_response)
+        }));
     }
     if method != Method::GET {
         return Err(ApiError::method_not_allowed());

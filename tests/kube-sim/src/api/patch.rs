@@ -1,5 +1,5 @@
-//! PATCH: JSON merge patch (RFC 7386), JSON patch (RFC 6902), strategic merge patch (treated as
-//! a merge patch), and a simplified server-side apply.
+//! PATCH: JSON merge patch (RFC 7386), JSON patch (RFC 6902), strategic merge patch of
+//! built-in types (`crate::strategic`), and a simplified server-side apply.
 
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
@@ -14,12 +14,14 @@ use crate::app::App;
 use crate::lifecycle::Part;
 use crate::object;
 use crate::status::ApiError;
+use crate::strategic;
 
 /// The patch formats, by content type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum PatchKind {
     Merge,
     Json,
+    Strategic,
     /// Server-side apply: the applied object is merged into the live one (maps merged, lists
     /// replaced), creating the object if absent. No field ownership, so never a conflict.
     Apply,
@@ -28,12 +30,11 @@ enum PatchKind {
 impl PatchKind {
     fn from_content_type(content_type: &str) -> Result<Self, ApiError> {
         match content_type {
-            "application/merge-patch+json" | "application/strategic-merge-patch+json" => {
-                Ok(Self::Merge)
-            }
+            "application/merge-patch+json" => Ok(Self::Merge),
+            "application/strategic-merge-patch+json" => Ok(Self::Strategic),
             "application/json-patch+json" => Ok(Self::Json),
             "application/apply-patch+yaml" | "application/apply-patch+json" => Ok(Self::Apply),
-            other => Err(ApiError::unsupported_media_type(other)),
+            _ => Err(ApiError::unsupported_patch_media_type()),
         }
     }
 }
@@ -53,6 +54,17 @@ pub fn patch(
             })?;
             (StatusCode::OK, stored)
         }
+        PatchKind::Strategic => {
+            let Some(schema) = strategic::schema::for_resource(&target.rt.group, &target.rt.plural)
+            else {
+                return Err(ApiError::strategic_patch_unsupported());
+            };
+            let patch = merge_patch_body(body)?;
+            let stored = write::update_locked(&mut app.write(), target, |current| {
+                strategic::patch(&schema, current, &patch).map_err(|e| ApiError::bad_request(e.0))
+            })?;
+            (StatusCode::OK, stored)
+        }
         PatchKind::Json => {
             let operations = json_patch_body(body)?;
             let stored = write::update_locked(&mut app.write(), target, |current| {
@@ -66,7 +78,7 @@ pub fn patch(
 }
 
 fn merge_patch_body(body: &[u8]) -> Result<Value, ApiError> {
-    let patch = body::decode_json(body)?;
+    let patch = decode_patch(body)?;
     if patch.is_object() {
         Ok(patch)
     } else {
@@ -75,8 +87,18 @@ fn merge_patch_body(body: &[u8]) -> Result<Value, ApiError> {
 }
 
 fn json_patch_body(body: &[u8]) -> Result<json_patch::Patch, ApiError> {
-    serde_json::from_slice(body)
+    serde_json::from_value(decode_patch(body)?)
         .map_err(|e| ApiError::bad_request(format!("invalid JSON patch: {e}")))
+}
+
+/// A patch body as JSON; malformed ones are refused with Go's decoding message.
+fn decode_patch(body: &[u8]) -> Result<Value, ApiError> {
+    if let Some(syntax) = crate::gojson::syntax_error(body) {
+        return Err(ApiError::bad_request(format!(
+            "error decoding patch: {syntax}"
+        )));
+    }
+    body::decode_json(body)
 }
 
 fn merged(current: &Value, patch: &Value) -> Value {
@@ -92,14 +114,9 @@ fn json_patched(
 ) -> Result<Value, ApiError> {
     let mut doc = current.clone();
     json_patch::patch(&mut doc, operations).map_err(|e| {
-        let detail = format!("Invalid value: {}: {e}", json!(operations));
-        ApiError::invalid(
-            &target.rt.kind,
-            object::name(current),
-            "patch",
-            "FieldValueInvalid",
-            &detail,
-        )
+        tracing::debug!(resource = %target.rt.group_resource(), error = %e, "JSON patch failed");
+        // How the apiserver wraps a failed operation: a generic 422 without details.
+        ApiError::unprocessable_generic()
     })?;
     Ok(doc)
 }
@@ -161,7 +178,7 @@ mod tests {
     fn content_types_select_the_patch_format() {
         assert_eq!(
             PatchKind::from_content_type("application/strategic-merge-patch+json"),
-            Ok(PatchKind::Merge)
+            Ok(PatchKind::Strategic)
         );
         assert_eq!(
             PatchKind::from_content_type("application/json-patch+json"),

@@ -18,6 +18,7 @@ use crate::object;
 use crate::registry::{ResourceType, Special};
 use crate::status::ApiError;
 use crate::store::Store;
+use crate::types;
 
 pub fn create(
     app: &App,
@@ -53,10 +54,20 @@ pub fn update(
 pub fn create_locked(
     store: &mut Store,
     target: &Target,
-    obj: Value,
+    mut obj: Value,
 ) -> Result<Arc<Value>, ApiError> {
     let rt = &target.rt;
-    let obj = lifecycle::prepare_create(rt, target.namespace.as_deref(), obj, &object::now())?;
+    types::decode_defaults(rt, &mut obj);
+    let requested_name = object::name(&obj).to_owned();
+    let mut obj = lifecycle::prepare_create(rt, target.namespace.as_deref(), obj, &object::now())?;
+    types::admit_create(store, rt, target.key_namespace(), &requested_name)?;
+    types::prepare_create(store, rt, &mut obj)?;
+    if !object::resource_version(&obj).is_empty() {
+        // Refused by the storage layer, as a plain error (500 without a reason).
+        return Err(ApiError::internal_unclassified(
+            "resourceVersion should not be set on objects to be created",
+        ));
+    }
     let gr = rt.group_resource();
     if store
         .get(&gr, target.key_namespace(), object::name(&obj))
@@ -78,12 +89,17 @@ pub fn update_locked(
 ) -> Result<Arc<Value>, ApiError> {
     let gr = target.rt.group_resource();
     let name = target.name_or_empty();
-    let current = store
-        .get(&gr, target.key_namespace(), name)
-        .ok_or_else(|| ApiError::not_found(&gr, name))?;
-    let candidate = make_candidate(&current)?;
-    let result =
+    let Some(current) = store.get(&gr, target.key_namespace(), name) else {
+        // A write that would create is admitted as a create before it is refused.
+        types::admit_create(store, &target.rt, target.key_namespace(), name)?;
+        return Err(ApiError::not_found(&gr, name));
+    };
+    let mut candidate = make_candidate(&current)?;
+    types::decode_defaults(&target.rt, &mut candidate);
+    types::admit_update(store, &target.rt, target.key_namespace())?;
+    let mut result =
         lifecycle::merge_update(&target.rt, &current, candidate, target.part, &object::now())?;
+    types::prepare_update(store, &target.rt, &current, &mut result, target.part)?;
     Ok(commit(store, &target.rt, &current, result))
 }
 
@@ -99,7 +115,7 @@ pub fn commit(
         return current.clone();
     }
     let gr = rt.group_resource();
-    if object::is_deleting(&result) && !object::has_finalizers(&result) {
+    if object::is_deleting(&result) && !types::held_by_finalizers(rt, &result) {
         return remove(store, rt, &result);
     }
     let stored = store.put(&gr, result);

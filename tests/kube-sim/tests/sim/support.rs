@@ -103,6 +103,21 @@ impl Sim {
         raw_request(&self.address, method, path, content_type, body).await
     }
 
+    /// Creates the namespace `name`, as a client must before writing objects into it.
+    pub async fn create_namespace(&self, name: &str) {
+        let body = serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
+        let reply = self
+            .request(
+                "POST",
+                "/api/v1/namespaces",
+                "application/json",
+                &body.to_string(),
+            )
+            .await
+            .expect("namespace create answered");
+        assert_eq!(reply.status, 201, "namespace {name}: {}", reply.body);
+    }
+
     pub async fn get(&self, path: &str) -> Reply {
         self.request("GET", path, "application/json", "")
             .await
