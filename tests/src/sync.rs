@@ -58,8 +58,18 @@ impl World {
         world
     }
 
-    /// The clusters and the CRD, no controller yet.
+    /// The clusters and the CRD, no controller yet; namespace `shop` exists in every cluster
+    /// (as where an application runs in a fleet).
     pub async fn clusters(test: &str, member3: bool) -> World {
+        let world = World::bare_clusters(test, member3).await;
+        for (_, url) in world.contexts() {
+            ensure_namespace(&world.http, url, "shop").await;
+        }
+        world
+    }
+
+    /// The clusters and the CRD; namespace `shop` exists nowhere yet.
+    pub async fn bare_clusters(test: &str, member3: bool) -> World {
         let (hub_sim, hub) = kube_sim("hub");
         let (m1_sim, member1) = kube_sim("member1");
         let (m2_sim, member2) = kube_sim("member2");
@@ -312,6 +322,23 @@ pub fn write_kubeconfig(dir: &Path, clusters: &[(&str, &str)]) -> PathBuf {
     path
 }
 
+/// Creates namespace `name` in the cluster at `url` unless it exists.
+pub async fn ensure_namespace(http: &reqwest::Client, url: &str, name: &str) {
+    let body = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
+    let resp = http
+        .post(format!("{url}/api/v1/namespaces"))
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    let status = resp.status();
+    assert!(
+        status.is_success() || status == reqwest::StatusCode::CONFLICT,
+        "creating namespace {name}: {status} {}",
+        resp.text().await.unwrap_or_default()
+    );
+}
+
 /// `POST url+path` with a JSON body; panics unless it succeeds.
 pub async fn post(http: &reqwest::Client, url: &str, path: &str, body: &Value) {
     send(http.post(format!("{url}{path}")).json(body), "POST", path).await;
@@ -440,8 +467,7 @@ pub fn service_of(at: &ObjectRef<'_>, ports: Value) -> Value {
     json!({
         "apiVersion": "v1", "kind": "Service",
         "metadata": {"name": at.name, "namespace": at.namespace, "labels": {"app": at.name}},
-        "spec": {"clusterIP": "10.96.0.10", "clusterIPs": ["10.96.0.10"],
-                 "selector": {"app": at.name}, "ports": ports},
+        "spec": {"selector": {"app": at.name}, "ports": ports},
     })
 }
 

@@ -42,6 +42,11 @@ async fn the_example_controller_mirrors_slices_as_the_component_decides() {
     let dir = std::env::temp_dir().join(format!("mcs-policy-example-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let http = reqwest::Client::new();
+    // The example is minimal: it expects the namespace in both clusters (the sync controller
+    // creates it in consumers).
+    for url in [&provider_url, &consumer_url] {
+        tests::sync::ensure_namespace(&http, url, "shop").await;
+    }
     for (body, name) in [
         (
             slice("web-abc", "endpointslice-controller.k8s.io"),

@@ -179,6 +179,8 @@ fn native_service(template: &str, existing: Option<&str>) -> Result<ServiceActio
         guest::ServiceAction::Unchanged => ServiceAction::Unchanged,
         guest::ServiceAction::Create(json) => ServiceAction::Create(json),
         guest::ServiceAction::Replace(json) => ServiceAction::Replace(json),
+        guest::ServiceAction::Recreate(json) => ServiceAction::Recreate(json),
+        guest::ServiceAction::Conflict(why) => ServiceAction::Conflict(why),
     })
 }
 

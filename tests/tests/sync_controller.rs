@@ -350,7 +350,7 @@ async fn an_unnamed_mcs_port_matches_by_number_through_the_hub_service() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_hub_service_is_propagated_and_updated_keeping_the_members_cluster_ip() {
     let w = World::start("service-propagation").await;
-    let ports = json!([{"name": "http", "port": 80}]);
+    let ports = json!([{"name": "http", "port": 80, "protocol": "TCP", "targetPort": 80}]);
     post(&w.http, &w.hub, SERVICES, &service(ports.clone())).await;
     // member2 already has the Service, with its own clusterIP.
     let mut own = service(ports.clone());
@@ -372,13 +372,16 @@ async fn the_hub_service_is_propagated_and_updated_keeping_the_members_cluster_i
         created["spec"]["clusterIPs"].is_null()
             || created["spec"]["clusterIPs"] != json!(["10.96.0.10"])
     );
-    assert_eq!(created["metadata"]["labels"], json!({"app": "web"}));
+    assert_eq!(
+        created["metadata"]["labels"],
+        json!({"app": "web", "networking.karmada.io/created-by": "mcs-policy"})
+    );
 
     // Change the template's ports: both members follow; member2 keeps its clusterIP.
     let mut template = get(&w.http, &w.hub, &format!("{SERVICES}/web"))
         .await
         .unwrap();
-    let new_ports = json!([{"name": "http", "port": 80}, {"name": "metrics", "port": 9090}]);
+    let new_ports = json!([{"name": "http", "port": 80, "protocol": "TCP", "targetPort": 80}, {"name": "metrics", "port": 9090, "protocol": "TCP", "targetPort": 9090}]);
     template["spec"]["ports"] = new_ports.clone();
     put(&w.http, &w.hub, &format!("{SERVICES}/web"), &template).await;
     w.await_service_ports(&w.member1, "member1", &new_ports)
@@ -409,7 +412,7 @@ async fn a_missing_template_fails_service_applied_but_slices_are_still_dispatche
     );
 
     // The template appears: the hub Service watch brings it to the members.
-    let ports = json!([{"name": "http", "port": 80}]);
+    let ports = json!([{"name": "http", "port": 80, "protocol": "TCP", "targetPort": 80}]);
     post(&w.http, &w.hub, SERVICES, &service(ports.clone())).await;
     w.await_service_applied("True").await;
     w.await_service_ports(&w.member1, "member1", &ports).await;

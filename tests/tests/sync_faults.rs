@@ -66,7 +66,7 @@ async fn throttled_applies_wait_for_retry_after_and_succeed_in_the_same_pass() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_conflict_on_the_service_replace_is_re_read_and_retried_in_the_same_pass() {
     let w = World::start_with("fault-409", NO_RESYNC).await;
-    let ports = json!([{"name": "http", "port": 80}]);
+    let ports = json!([{"name": "http", "port": 80, "protocol": "TCP", "targetPort": 80}]);
     post(&w.http, &w.hub, SERVICES, &service(ports.clone())).await;
     post(&w.http, &w.hub, MCS, &member1_to_member2()).await;
     w.await_service_applied("True").await;
@@ -77,7 +77,7 @@ async fn a_conflict_on_the_service_replace_is_re_read_and_retried_in_the_same_pa
     let mut template = get(&w.http, &w.hub, &format!("{SERVICES}/web"))
         .await
         .unwrap();
-    let new_ports = json!([{"name": "http", "port": 80}, {"name": "grpc", "port": 9000}]);
+    let new_ports = json!([{"name": "http", "port": 80, "protocol": "TCP", "targetPort": 80}, {"name": "grpc", "port": 9000, "protocol": "TCP", "targetPort": 9000}]);
     template["spec"]["ports"] = new_ports.clone();
     put(&w.http, &w.hub, &format!("{SERVICES}/web"), &template).await;
 

@@ -12,6 +12,7 @@ use tests::sync::*;
 /// The clusters, the MCS CRD and Karmada's Cluster CRD in the hub; no controller yet.
 async fn karmada_world(test: &str, member3: bool) -> World {
     let w = World::clusters(test, member3).await;
+    ensure_namespace(&w.http, &w.hub, "karmada-cluster").await;
     post(
         &w.http,
         &w.hub,
@@ -277,6 +278,16 @@ async fn after_a_rotation_the_members_watch_uses_the_new_client() {
     // succeeds; from then on nothing is retried, so only a watch through the new client can
     // report the slice made next.
     w.await_dispatched("True", "successfully").await;
+    let namespace = json!({"metadata": {"name": "shop"}});
+    let resp = w
+        .http
+        .post(format!("{secure}/api/v1/namespaces"))
+        .bearer_auth("new")
+        .json(&namespace)
+        .send()
+        .await
+        .unwrap();
+    assert!(resp.status().is_success(), "{}", resp.status());
     let resp = w
         .http
         .post(format!("{secure}{SLICES}"))
