@@ -217,9 +217,13 @@ async fn a_context_name_that_is_not_a_cluster_name_is_refused_until_the_member_i
         ],
     );
     let shown = kubeconfig.display().to_string();
-    let refused = std::process::Command::new(tests::binary("mcs-policy"))
+    let refusing = tokio::process::Command::new(tests::binary("mcs-policy"))
         .args(["sync", "--kubeconfig", &shown, "--hub", "hub"])
-        .output()
+        .kill_on_drop(true)
+        .output();
+    let refused = tokio::time::timeout(DEADLINE, refusing)
+        .await
+        .expect("mcs-policy sync refuses to start instead of running")
         .unwrap();
     assert!(!refused.status.success());
     let stderr = String::from_utf8_lossy(&refused.stderr);
