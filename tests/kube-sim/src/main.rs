@@ -9,6 +9,7 @@ mod cli;
 mod crd;
 mod discovery;
 mod faults;
+mod kinds;
 mod lifecycle;
 mod network;
 mod object;
@@ -18,6 +19,7 @@ mod selector;
 mod server;
 mod status;
 mod store;
+mod warning;
 
 use std::io::Write;
 use std::time::Duration;

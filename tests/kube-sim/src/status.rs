@@ -72,6 +72,17 @@ impl ApiError {
             .with_details(json!({"name": name, "kind": kind, "causes": [cause]}))
     }
 
+    /// The 422 of a JSON patch that cannot be applied (a failed `test`, a missing path):
+    /// the apiserver gives no details.
+    pub fn rejected() -> Self {
+        Self::new(
+            422,
+            "Invalid",
+            "the server rejected our request due to an error in our request",
+        )
+        .with_details(json!({}))
+    }
+
     pub fn bad_request(message: impl Into<String>) -> Self {
         Self::new(400, "BadRequest", message)
     }

@@ -11,6 +11,7 @@ use super::respond;
 use super::target::Target;
 use super::write;
 use crate::app::App;
+use crate::crd::resource as custom_resource;
 use crate::lifecycle::Part;
 use crate::object;
 use crate::status::ApiError;
@@ -45,7 +46,11 @@ pub fn patch(
     headers: &HeaderMap,
     body: &[u8],
 ) -> Result<Response, ApiError> {
-    let (code, stored) = match PatchKind::from_content_type(&body::content_type(headers))? {
+    let content_type = body::content_type(headers);
+    if target.rt.defined_by.is_some() && content_type == "application/strategic-merge-patch+json" {
+        return Err(custom_resource::strategic_merge_unsupported());
+    }
+    let (code, stored) = match PatchKind::from_content_type(&content_type)? {
         PatchKind::Merge => {
             let patch = merge_patch_body(body)?;
             let stored = write::update_locked(&mut app.write(), target, |current| {
@@ -92,14 +97,8 @@ fn json_patched(
 ) -> Result<Value, ApiError> {
     let mut doc = current.clone();
     json_patch::patch(&mut doc, operations).map_err(|e| {
-        let detail = format!("Invalid value: {}: {e}", json!(operations));
-        ApiError::invalid(
-            &target.rt.kind,
-            object::name(current),
-            "patch",
-            "FieldValueInvalid",
-            &detail,
-        )
+        tracing::debug!(resource = %target.rt.group_resource(), "JSON patch failed: {e}");
+        ApiError::rejected()
     })?;
     Ok(doc)
 }

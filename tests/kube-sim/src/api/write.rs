@@ -13,6 +13,7 @@ use super::respond;
 use super::target::Target;
 use crate::app::App;
 use crate::crd;
+use crate::kinds;
 use crate::lifecycle;
 use crate::object;
 use crate::registry::{ResourceType, Special};
@@ -56,7 +57,10 @@ pub fn create_locked(
     obj: Value,
 ) -> Result<Arc<Value>, ApiError> {
     let rt = &target.rt;
+    let mut obj = obj;
+    kinds::decode(store, rt, &mut obj);
     let obj = lifecycle::prepare_create(rt, target.namespace.as_deref(), obj, &object::now())?;
+    let obj = kinds::admit_create(store, rt, obj)?;
     let gr = rt.group_resource();
     if store
         .get(&gr, target.key_namespace(), object::name(&obj))
@@ -81,14 +85,19 @@ pub fn update_locked(
     let current = store
         .get(&gr, target.key_namespace(), name)
         .ok_or_else(|| ApiError::not_found(&gr, name))?;
-    let candidate = make_candidate(&current)?;
-    let result =
-        lifecycle::merge_update(&target.rt, &current, candidate, target.part, &object::now())?;
-    Ok(commit(store, &target.rt, &current, result))
+    let rt = &target.rt;
+    let shown = respond::present(rt, &current);
+    let mut candidate = make_candidate(&shown)?;
+    kinds::decode(store, rt, &mut candidate);
+    kinds::check_unconditional_update(rt, &candidate)?;
+    let result = lifecycle::merge_update(rt, &shown, candidate, target.part)?;
+    let result = kinds::admit_update(store, rt, &current, result, target.part)?;
+    Ok(commit(store, rt, &current, result))
 }
 
 /// Stores `result` over `current`: nothing when unchanged, removal when a deletion's last
-/// finalizer is gone, else a modification.
+/// finalizer is gone (answered with `result`, as the apiserver answers such an update), else a
+/// modification.
 pub fn commit(
     store: &mut Store,
     rt: &ResourceType,
@@ -100,7 +109,8 @@ pub fn commit(
     }
     let gr = rt.group_resource();
     if object::is_deleting(&result) && !object::has_finalizers(&result) {
-        return remove(store, rt, &result);
+        remove(store, rt, &result);
+        return Arc::new(result);
     }
     let stored = store.put(&gr, result);
     sync_served_types(store, rt, &stored, false);
@@ -118,27 +128,7 @@ pub fn remove(store: &mut Store, rt: &ResourceType, obj: &Value) -> Arc<Value> {
 
 /// After a write of a CustomResourceDefinition: serve (or stop serving) what it defines.
 fn sync_served_types(store: &mut Store, rt: &ResourceType, obj: &Value, removed: bool) {
-    if rt.special != Special::CustomResourceDefinition {
-        return;
+    if rt.special == Special::CustomResourceDefinition {
+        crd::sync(store, obj, removed);
     }
-    let name = object::name(obj);
-    if removed {
-        let dropped = store.registry.undefine(name);
-        for gone in dropped.iter().map(|t| t.group_resource()) {
-            if !store.registry.all().any(|t| t.group_resource() == gone) {
-                store.drop_resource(&gone);
-            }
-        }
-        return;
-    }
-    let types = crd::resource_types(obj).unwrap_or_default();
-    for served in &types {
-        store.ensure_resource(&served.group_resource());
-    }
-    tracing::info!(
-        crd = name,
-        versions = types.len(),
-        "serving custom resource"
-    );
-    store.registry.define(name, types);
 }

@@ -67,7 +67,16 @@ async fn created_crds_are_established_and_serve_their_resource() {
     let sim = Sim::start().await;
     let client = sim.client().await;
     let created = create_crd(&client, &mcs_crd()).await;
-    let conditions = created.status.unwrap().conditions.unwrap();
+    // The create answers the CRD as stored, before its controllers accept the names.
+    let status = created.status.unwrap();
+    assert_eq!(status.conditions, None);
+    assert_eq!(status.stored_versions, Some(vec!["v1alpha1".to_owned()]));
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let established = crds
+        .get("multiclusterservices.networking.karmada.io")
+        .await
+        .unwrap();
+    let conditions = established.status.unwrap().conditions.unwrap();
     assert!(
         conditions
             .iter()

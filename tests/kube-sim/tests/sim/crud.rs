@@ -300,7 +300,8 @@ async fn leases_and_namespaces_round_trip() {
         .await
         .unwrap();
     assert_eq!(replaced.spec.unwrap().holder_identity.as_deref(), Some("b"));
-    assert_eq!(replaced.metadata.generation, Some(2));
+    // Leases have no generation.
+    assert_eq!(replaced.metadata.generation, None);
 }
 
 #[tokio::test]
@@ -364,7 +365,11 @@ async fn every_builtin_resource_accepts_create_get_and_delete() {
         ),
         (
             "/apis/events.k8s.io/v1/namespaces/default/events",
-            json!({"apiVersion": "events.k8s.io/v1", "kind": "Event", "reason": "Tested"}),
+            json!({
+                "apiVersion": "events.k8s.io/v1", "kind": "Event", "reason": "Tested",
+                "type": "Normal", "action": "Test", "eventTime": "2024-01-01T00:00:00.000000Z",
+                "reportingController": "kube-sim/tests", "reportingInstance": "tests-0",
+            }),
         ),
     ];
     for (collection, mut body) in resources {

@@ -1,0 +1,156 @@
+//! The custom resource strategy of apiextensions-apiserver (`customResourceStrategy`,
+//! `statusStrategy`, `customResourceValidator`) for the steps kube-sim does not do for every
+//! type: decoding against the version's structural schema (pruning with `unknown field`
+//! warnings, defaulting), schema and list-type validation (ratcheting on updates; the status
+//! subresource validates `status` only), the metadata rules the generic and the custom resource
+//! validation both apply on updates (so their errors come twice, as the apiserver's do), and
+//! the finalizer-name warnings.
+
+use serde_json::Value;
+
+use super::schema::{self, Schema};
+use super::{defaults, finalizers, listtype, prune, validate};
+use crate::kinds::field::{self, FieldError};
+use crate::lifecycle::Part;
+use crate::registry::{GroupResource, ResourceType};
+use crate::status::ApiError;
+use crate::store::Store;
+use crate::warning;
+
+/// The structural schema of the version `rt` serves, from its CRD in `store`.
+pub fn schema_of(store: &Store, rt: &ResourceType) -> Option<Schema> {
+    let crds = GroupResource::new("apiextensions.k8s.io", "customresourcedefinitions");
+    let crd = store.get(&crds, "", rt.defined_by.as_deref()?)?;
+    schema::of_version(&crd, &rt.version)
+}
+
+/// Decodes a custom resource body (or a patched object) as the apiserver's decoder does:
+/// unknown fields pruned (each a warning), non-nullable nulls dropped, defaults applied.
+pub fn decode(schema: &Schema, obj: &mut Value) {
+    for path in prune::prune_resource(obj, schema) {
+        warning::add(format!("unknown field {path:?}"));
+    }
+    defaults::apply(obj, schema);
+}
+
+/// `Validate` of a new custom resource (and `WarningsOnCreate`).
+pub fn validate_create(rt: &ResourceType, schema: &Schema, obj: &Value) -> Result<(), ApiError> {
+    let mut errors = validate::validate(obj, schema, "", None);
+    errors.extend(listtype::validate(obj, schema, ""));
+    fail_if_any(rt, obj, &errors)?;
+    finalizers::warn_about_new(obj, None);
+    Ok(())
+}
+
+/// `ValidateUpdate` of the main resource or of its status (and `WarningsOnUpdate`).
+pub fn validate_update(
+    rt: &ResourceType,
+    schema: &Schema,
+    old: &Value,
+    new: &Value,
+    part: Part,
+) -> Result<(), ApiError> {
+    // The generic update checks (`rest.BeforeUpdate`), then the same metadata checks again
+    // from the custom resource validator.
+    let metadata = finalizers::no_new_while_deleting(new, old);
+    let mut errors = metadata.clone();
+    errors.extend(metadata);
+    match part {
+        Part::Main => errors.extend(validate::validate(new, schema, "", Some(old))),
+        Part::Status => {
+            if let (Some(status), Some(status_schema)) = (new.get("status"), schema.status()) {
+                errors.extend(validate::validate(
+                    status,
+                    status_schema,
+                    "status",
+                    old.get("status"),
+                ));
+            }
+        }
+    }
+    if listtype::validate(old, schema, "").is_empty() {
+        errors.extend(listtype::validate(new, schema, ""));
+    }
+    fail_if_any(rt, new, &errors)?;
+    finalizers::warn_about_new(new, Some(old));
+    Ok(())
+}
+
+/// The 415 a strategic merge patch of a custom resource gets: custom resources have no
+/// patch strategies, so the apiserver accepts only the other patch types.
+pub fn strategic_merge_unsupported() -> ApiError {
+    ApiError {
+        code: 415,
+        reason: "UnsupportedMediaType",
+        message: "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml".to_owned(),
+        details: None,
+        retry_after_seconds: None,
+    }
+}
+
+fn fail_if_any(rt: &ResourceType, obj: &Value, errors: &[FieldError]) -> Result<(), ApiError> {
+    if errors.is_empty() {
+        return Ok(());
+    }
+    let name = crate::object::name(obj);
+    Err(field::invalid(&rt.group, &rt.kind, name, errors))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn schema() -> Schema {
+        Schema::parse(&json!({"type": "object", "properties": {
+            "spec": {"type": "object", "required": ["types"], "properties": {"types": {"type": "array", "items": {"type": "string"}}}},
+            "status": {"type": "object", "properties": {"phase": {"type": "string", "enum": ["A", "B"]}}},
+        }}))
+    }
+
+    fn rt() -> ResourceType {
+        let crd = json!({
+            "metadata": {"name": "widgets.example.com"},
+            "spec": {"group": "example.com", "names": {"plural": "widgets", "kind": "Widget"}, "scope": "Namespaced",
+                "versions": [{"name": "v1", "served": true, "storage": true, "subresources": {"status": {}}}]},
+        });
+        super::super::definition::resource_types(&crd)
+            .unwrap()
+            .remove(0)
+    }
+
+    #[test]
+    fn invalid_resources_are_refused_with_their_kind_and_group() {
+        let obj = json!({"metadata": {"name": "w"}, "spec": {}});
+        let status = validate_create(&rt(), &schema(), &obj)
+            .unwrap_err()
+            .to_status();
+        assert_eq!(
+            status["message"],
+            "Widget.example.com \"w\" is invalid: spec.types: Required value"
+        );
+        assert_eq!(status["details"]["group"], "example.com");
+        assert_eq!(status["details"]["kind"], "Widget");
+    }
+
+    #[test]
+    fn status_updates_validate_only_the_status() {
+        let old = json!({"metadata": {"name": "w"}, "spec": {}});
+        let mut new = old.clone();
+        new["status"] = json!({"phase": "C"});
+        let error = validate_update(&rt(), &schema(), &old, &new, Part::Status).unwrap_err();
+        assert_eq!(
+            error.message,
+            "Widget.example.com \"w\" is invalid: status.phase: Unsupported value: \"C\": supported values: \"A\", \"B\""
+        );
+        new["status"] = json!({"phase": "A"});
+        assert!(validate_update(&rt(), &schema(), &old, &new, Part::Status).is_ok());
+    }
+
+    #[test]
+    fn decoding_prunes_unknown_fields() {
+        let mut obj = json!({"spec": {"types": [], "bogus": 1}});
+        decode(&schema(), &mut obj);
+        assert_eq!(obj, json!({"spec": {"types": []}}));
+    }
+}
