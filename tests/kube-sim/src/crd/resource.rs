@@ -147,6 +147,39 @@ mod tests {
         assert!(validate_update(&rt(), &schema(), &old, &new, Part::Status).is_ok());
     }
 
+    /// The trimmed Karmada Cluster CRD the product's tests serve.
+    fn karmada_cluster_crd() -> Value {
+        let text = include_str!("../../../fixtures/crds/cluster.karmada.io_clusters.yaml");
+        serde_yaml::from_str(text).unwrap()
+    }
+
+    #[test]
+    fn karmada_clusters_keep_unlisted_fields_and_validate_their_conditions() {
+        let crd = karmada_cluster_crd();
+        let rt = super::super::definition::resource_types(&crd).unwrap().remove(0);
+        let schema = schema::of_version(&crd, "v1alpha1").unwrap();
+        let mut cluster = json!({
+            "apiVersion": "cluster.karmada.io/v1alpha1", "kind": "Cluster",
+            "metadata": {"name": "member1"},
+            "spec": {"syncMode": "Push", "apiEndpoint": "https://10.0.0.1:6443",
+                "secretRef": {"namespace": "karmada-cluster", "name": "member1"},
+                "provider": "kind", "taints": [{"key": "k", "effect": "NoSchedule"}]},
+        });
+        decode(&schema, &mut cluster);
+        assert_eq!(cluster["spec"]["provider"], "kind");
+        assert!(validate_create(&rt, &schema, &cluster).is_ok());
+        let mut ready = cluster.clone();
+        ready["status"] = json!({"kubernetesVersion": "v1.36.2", "conditions": [{
+            "type": "Ready", "status": "True", "reason": "ClusterReady",
+            "message": "set by the test", "lastTransitionTime": "2024-01-01T00:00:00Z",
+        }]});
+        assert!(validate_update(&rt, &schema, &cluster, &ready, Part::Status).is_ok());
+        ready["status"]["conditions"][0]["status"] = json!("Maybe");
+        assert!(validate_update(&rt, &schema, &cluster, &ready, Part::Status).is_err());
+        cluster["spec"]["syncMode"] = json!("Sideways");
+        assert!(validate_create(&rt, &schema, &cluster).is_err());
+    }
+
     #[test]
     fn decoding_prunes_unknown_fields() {
         let mut obj = json!({"spec": {"types": [], "bogus": 1}});
