@@ -42,12 +42,35 @@ pub fn update(
     body: &[u8],
 ) -> Result<Response, ApiError> {
     let candidate = body::decode_object(headers, body)?;
-    let stored = update_locked(&mut app.write(), target, |_| Ok(candidate))?;
+    let mut store = app.write();
+    if creates_on_update(&store, target) {
+        let stored = create_locked(
+            &mut store,
+            target,
+            kinds::named(candidate, target.name_or_empty())?,
+        )?;
+        return Ok(respond::object_response(
+            StatusCode::CREATED,
+            &target.rt,
+            &stored,
+        ));
+    }
+    let stored = update_locked(&mut store, target, |_| Ok(candidate))?;
     Ok(respond::object_response(
         StatusCode::OK,
         &target.rt,
         &stored,
     ))
+}
+
+/// Whether a PUT creates the missing object it addresses (`AllowCreateOnUpdate`).
+fn creates_on_update(store: &Store, target: &Target) -> bool {
+    let gr = target.rt.group_resource();
+    target.part == lifecycle::Part::Main
+        && kinds::allows_create_on_update(&target.rt)
+        && store
+            .get(&gr, target.key_namespace(), target.name_or_empty())
+            .is_none()
 }
 
 /// Creates `obj` in the target collection (the store lock is held by the caller).

@@ -156,7 +156,9 @@ mod tests {
     #[test]
     fn karmada_clusters_keep_unlisted_fields_and_validate_their_conditions() {
         let crd = karmada_cluster_crd();
-        let rt = super::super::definition::resource_types(&crd).unwrap().remove(0);
+        let rt = super::super::definition::resource_types(&crd)
+            .unwrap()
+            .remove(0);
         let schema = schema::of_version(&crd, "v1alpha1").unwrap();
         let mut cluster = json!({
             "apiVersion": "cluster.karmada.io/v1alpha1", "kind": "Cluster",

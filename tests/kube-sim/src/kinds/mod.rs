@@ -71,6 +71,26 @@ pub fn check_unconditional_update(rt: &ResourceType, candidate: &Value) -> Resul
     ))
 }
 
+/// `AllowCreateOnUpdate`: a PUT of a missing Event or Lease creates it.
+pub fn allows_create_on_update(rt: &ResourceType) -> bool {
+    event::is_event(&rt.group, &rt.plural) || (rt.group == lease::GROUP && rt.plural == "leases")
+}
+
+/// The body of a PUT that creates its object, named as the URL names it (a body naming another
+/// object is a 400, as for any update).
+pub fn named(mut obj: Value, name: &str) -> Result<Value, ApiError> {
+    match object::name(&obj) {
+        "" => {
+            object::metadata_mut(&mut obj).insert("name".into(), json!(name));
+            Ok(obj)
+        }
+        given if given == name => Ok(obj),
+        given => Err(ApiError::bad_request(format!(
+            "the name of the object ({given}) does not match the name on the URL ({name})"
+        ))),
+    }
+}
+
 /// A new object after the generic create steps: validated, in its stored form.
 pub fn admit_create(store: &Store, rt: &ResourceType, obj: Value) -> Result<Value, ApiError> {
     if let Some(schema) = custom_resource::schema_of(store, rt) {
