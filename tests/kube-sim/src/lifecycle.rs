@@ -72,7 +72,7 @@ pub fn prepare_create(
     if rt.status_subresource {
         obj.as_object_mut().map(|o| o.remove("status"));
     }
-    apply_special(rt, &mut obj, &Value::Null, now)?;
+    apply_special(rt, &mut obj, &Value::Null)?;
     Ok(obj)
 }
 
@@ -83,7 +83,6 @@ pub fn merge_update(
     current: &Value,
     mut candidate: Value,
     part: Part,
-    now: &str,
 ) -> Result<Value, ApiError> {
     check_type(rt, &mut candidate)?;
     let name = object::name(current);
@@ -102,7 +101,7 @@ pub fn merge_update(
         Part::Status => with_status_of(current.clone(), &candidate),
     };
     if part == Part::Main {
-        apply_special(rt, &mut result, &current["status"], now)?;
+        apply_special(rt, &mut result, &current["status"])?;
     }
     if generation_changes(rt, current, &result) {
         let generation = current["metadata"]["generation"].as_i64().unwrap_or(0) + 1;
@@ -240,14 +239,10 @@ fn apply_special(
     rt: &ResourceType,
     obj: &mut Value,
     previous_status: &Value,
-    now: &str,
 ) -> Result<(), ApiError> {
     match rt.special {
         Special::None | Special::Namespace => {}
-        Special::CustomResourceDefinition => {
-            crd::resource_types(obj)?;
-            obj["status"] = crd::established_status(obj, previous_status, now);
-        }
+        Special::CustomResourceDefinition => crd::prepare(obj, previous_status)?,
     }
     Ok(())
 }
@@ -365,7 +360,6 @@ mod tests {
             &created_service(),
             candidate,
             Part::Main,
-            NOW,
         )
         .unwrap_err();
         assert_eq!(error.code, 409);
@@ -379,8 +373,7 @@ mod tests {
         let mut candidate = current.clone();
         candidate["spec"]["ports"][0]["port"] = json!(81);
         candidate["status"] = json!({"changed": true});
-        let updated =
-            merge_update(&spec_generation(), &current, candidate, Part::Main, NOW).unwrap();
+        let updated = merge_update(&spec_generation(), &current, candidate, Part::Main).unwrap();
         assert_eq!(updated["status"], json!({"loadBalancer": {}}));
         assert_eq!(updated["metadata"]["generation"], 2);
     }
@@ -391,8 +384,7 @@ mod tests {
         let mut candidate = current.clone();
         candidate["spec"] = json!({"ignored": true});
         candidate["status"] = json!({"ready": true});
-        let updated =
-            merge_update(&spec_generation(), &current, candidate, Part::Status, NOW).unwrap();
+        let updated = merge_update(&spec_generation(), &current, candidate, Part::Status).unwrap();
         assert_eq!(updated["spec"], current["spec"]);
         assert_eq!(updated["status"], json!({"ready": true}));
         assert_eq!(updated["metadata"]["generation"], 1);
@@ -407,8 +399,7 @@ mod tests {
             .unwrap()
             .remove("resourceVersion");
         candidate["metadata"].as_object_mut().unwrap().remove("uid");
-        let updated =
-            merge_update(&spec_generation(), &current, candidate, Part::Main, NOW).unwrap();
+        let updated = merge_update(&spec_generation(), &current, candidate, Part::Main).unwrap();
         assert_eq!(updated, current);
     }
 
@@ -419,12 +410,11 @@ mod tests {
         let mut relabelled = current.clone();
         relabelled["metadata"]["labels"]["a"] = json!("2");
         let updated =
-            merge_update(&rt("endpointslices"), &current, relabelled, Part::Main, NOW).unwrap();
+            merge_update(&rt("endpointslices"), &current, relabelled, Part::Main).unwrap();
         assert_eq!(updated["metadata"]["generation"], 2);
         let mut annotated = current.clone();
         annotated["metadata"]["annotations"] = json!({"x": "y"});
-        let updated =
-            merge_update(&rt("endpointslices"), &current, annotated, Part::Main, NOW).unwrap();
+        let updated = merge_update(&rt("endpointslices"), &current, annotated, Part::Main).unwrap();
         assert_eq!(updated["metadata"]["generation"], 1);
     }
 

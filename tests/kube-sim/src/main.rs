@@ -10,6 +10,7 @@ mod crd;
 mod discovery;
 mod faults;
 mod gojson;
+mod kinds;
 mod lifecycle;
 mod network;
 mod object;

@@ -214,6 +214,11 @@ fn namespace_start(namespace: &str) -> ObjectKey {
     (namespace.to_owned(), String::new())
 }
 
+/// The resource whose storage holds the objects of `resource` (both Event APIs share one).
+fn stored_as(resource: &GroupResource) -> GroupResource {
+    crate::kinds::storage_resource(resource)
+}
+
 /// Why a watch cannot resume from a resourceVersion.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TooOld {
@@ -254,7 +259,7 @@ impl Store {
     pub fn ensure_resource(&mut self, resource: &GroupResource) {
         let floor = self.resource_version;
         self.resources
-            .entry(resource.clone())
+            .entry(stored_as(resource))
             .or_insert_with(|| ResourceStore::new(floor));
     }
 
@@ -262,7 +267,7 @@ impl Store {
     pub fn drop_resource(&mut self, resource: &GroupResource) {
         let Some(keys) = self
             .resources
-            .get(resource)
+            .get(&stored_as(resource))
             .map(|r| r.objects.keys().cloned().collect::<Vec<_>>())
         else {
             return;
@@ -270,12 +275,16 @@ impl Store {
         for (namespace, name) in &keys {
             self.remove(resource, namespace, name);
         }
-        self.resources.remove(resource);
+        self.resources.remove(&stored_as(resource));
     }
 
     pub fn get(&self, resource: &GroupResource, namespace: &str, name: &str) -> Option<Arc<Value>> {
         let key = (namespace.to_owned(), name.to_owned());
-        let stored = self.resources.get(resource)?.objects.get(&key)?;
+        let stored = self
+            .resources
+            .get(&stored_as(resource))?
+            .objects
+            .get(&key)?;
         Some(stored.value.clone())
     }
 
@@ -288,7 +297,7 @@ impl Store {
         selector: &LabelSelector,
     ) -> Vec<Stored> {
         self.resources
-            .get(resource)
+            .get(&stored_as(resource))
             .map_or_else(Vec::new, |store| store.select(namespace, selector))
     }
 
@@ -301,7 +310,7 @@ impl Store {
             object::namespace(&obj).to_owned(),
             object::name(&obj).to_owned(),
         );
-        let Some(store) = self.resources.get_mut(resource) else {
+        let Some(store) = self.resources.get_mut(&stored_as(resource)) else {
             return Arc::new(obj);
         };
         let stored = Stored::new(obj);
@@ -330,7 +339,7 @@ impl Store {
         name: &str,
     ) -> Option<Arc<Value>> {
         let key = (namespace.to_owned(), name.to_owned());
-        let removed = self.resources.get_mut(resource)?.take(&key)?;
+        let removed = self.resources.get_mut(&stored_as(resource))?.take(&key)?;
         self.resource_version += 1;
         let rv = self.resource_version;
         let mut last = Arc::unwrap_or_clone(removed.value);
@@ -348,7 +357,7 @@ impl Store {
 
     fn record(&mut self, resource: &GroupResource, change: Change) {
         let limit = self.history_limit;
-        let Some(store) = self.resources.get_mut(resource) else {
+        let Some(store) = self.resources.get_mut(&stored_as(resource)) else {
             return;
         };
         let change = Arc::new(change);
@@ -364,7 +373,9 @@ impl Store {
 
     /// A receiver of every future change of `resource`.
     pub fn subscribe(&self, resource: &GroupResource) -> Option<broadcast::Receiver<Arc<Change>>> {
-        self.resources.get(resource).map(|r| r.sender.subscribe())
+        self.resources
+            .get(&stored_as(resource))
+            .map(|r| r.sender.subscribe())
     }
 
     /// Changes of `resource` after resourceVersion `since`, or TooOld if some were forgotten.
@@ -373,7 +384,7 @@ impl Store {
         resource: &GroupResource,
         since: u64,
     ) -> Result<Vec<Arc<Change>>, TooOld> {
-        let Some(store) = self.resources.get(resource) else {
+        let Some(store) = self.resources.get(&stored_as(resource)) else {
             return Ok(Vec::new());
         };
         if since < store.floor {

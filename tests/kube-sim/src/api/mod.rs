@@ -24,6 +24,7 @@ use crate::app::App;
 use crate::discovery;
 use crate::openapi;
 use crate::status::ApiError;
+use crate::warning;
 use params::Params;
 use path::Route;
 use target::{Target, Verb};
@@ -55,7 +56,7 @@ async fn serve(
     let route = path::parse(uri.path());
     if let Route::Resource(resource_path) = route {
         let target = Target::resolve(&app.read().registry, resource_path)?;
-        return Ok(crate::warning::around(|| {
+        return Ok(warning::collect(|| {
             serve_resource(app, method, target, &params, headers, body)
                 .unwrap_or_else(IntoResponse::into_response)
         }));

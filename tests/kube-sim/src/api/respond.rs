@@ -13,8 +13,12 @@ use crate::object;
 use crate::registry::ResourceType;
 use crate::store::Stored;
 
-/// `obj` as served at `rt`'s version (objects of multi-version CRDs are stored at any version).
+/// `obj` as served at `rt`'s version (objects of multi-version CRDs are stored at any version;
+/// `events.k8s.io` Events are stored as core Events).
 pub fn present<'a>(rt: &ResourceType, obj: &'a Value) -> Cow<'a, Value> {
+    if let Some(converted) = crate::kinds::present(rt, obj) {
+        return Cow::Owned(converted);
+    }
     let api_version = rt.api_version();
     if obj["apiVersion"] == api_version.as_str() {
         Cow::Borrowed(obj)

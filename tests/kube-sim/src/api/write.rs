@@ -13,6 +13,7 @@ use super::respond;
 use super::target::Target;
 use crate::app::App;
 use crate::crd;
+use crate::kinds;
 use crate::lifecycle;
 use crate::object;
 use crate::registry::{ResourceType, Special};
@@ -42,7 +43,20 @@ pub fn update(
     body: &[u8],
 ) -> Result<Response, ApiError> {
     let candidate = body::decode_object(headers, body)?;
-    let stored = update_locked(&mut app.write(), target, |_| Ok(candidate))?;
+    let mut store = app.write();
+    if creates_on_update(&store, target) {
+        let stored = create_locked(
+            &mut store,
+            target,
+            kinds::named(candidate, target.name_or_empty())?,
+        )?;
+        return Ok(respond::object_response(
+            StatusCode::CREATED,
+            &target.rt,
+            &stored,
+        ));
+    }
+    let stored = update_locked(&mut store, target, |_| Ok(candidate))?;
     Ok(respond::object_response(
         StatusCode::OK,
         &target.rt,
@@ -50,18 +64,40 @@ pub fn update(
     ))
 }
 
-/// Creates `obj` in the target collection (the store lock is held by the caller).
+/// Whether a PUT creates the missing object it addresses (`AllowCreateOnUpdate`).
+fn creates_on_update(store: &Store, target: &Target) -> bool {
+    let gr = target.rt.group_resource();
+    target.part == lifecycle::Part::Main
+        && kinds::allows_create_on_update(&target.rt)
+        && store
+            .get(&gr, target.key_namespace(), target.name_or_empty())
+            .is_none()
+}
+
+/// What decoding a body (or computing a patched object) does for `rt`, before any other step
+/// looks at it: the scheme's defaults of built-in types, then the pruning and defaulting of a
+/// custom resource against its schema.
+fn decode(store: &Store, rt: &ResourceType, obj: &mut Value) {
+    types::decode_defaults(rt, obj);
+    kinds::decode(store, rt, obj);
+}
+
+/// Creates `obj` in the target collection (the store lock is held by the caller). The steps, in
+/// the apiserver's order: decoding, the generic metadata (`lifecycle`), admission, the type's
+/// strategy (built-in types in `types`, Events, Leases and custom resources in `kinds`), and
+/// the storage layer's own refusal of a resourceVersion.
 pub fn create_locked(
     store: &mut Store,
     target: &Target,
     mut obj: Value,
 ) -> Result<Arc<Value>, ApiError> {
     let rt = &target.rt;
-    types::decode_defaults(rt, &mut obj);
+    decode(store, rt, &mut obj);
     let requested_name = object::name(&obj).to_owned();
     let mut obj = lifecycle::prepare_create(rt, target.namespace.as_deref(), obj, &object::now())?;
     types::admit_create(store, rt, target.key_namespace(), &requested_name)?;
     types::prepare_create(store, rt, &mut obj)?;
+    let obj = kinds::admit_create(store, rt, obj)?;
     if !object::resource_version(&obj).is_empty() {
         // Refused by the storage layer, as a plain error (500 without a reason).
         return Err(ApiError::internal_unclassified(
@@ -89,22 +125,27 @@ pub fn update_locked(
 ) -> Result<Arc<Value>, ApiError> {
     let gr = target.rt.group_resource();
     let name = target.name_or_empty();
+    let rt = &target.rt;
     let Some(current) = store.get(&gr, target.key_namespace(), name) else {
         // A write that would create is admitted as a create before it is refused.
-        types::admit_create(store, &target.rt, target.key_namespace(), name)?;
+        types::admit_create(store, rt, target.key_namespace(), name)?;
         return Err(ApiError::not_found(&gr, name));
     };
-    let mut candidate = make_candidate(&current)?;
-    types::decode_defaults(&target.rt, &mut candidate);
-    types::admit_update(store, &target.rt, target.key_namespace())?;
-    let mut result =
-        lifecycle::merge_update(&target.rt, &current, candidate, target.part, &object::now())?;
-    types::prepare_update(store, &target.rt, &current, &mut result, target.part)?;
-    Ok(commit(store, &target.rt, &current, result))
+    let shown = respond::present(rt, &current);
+    let mut candidate = make_candidate(&shown)?;
+    decode(store, rt, &mut candidate);
+    kinds::check_unconditional_update(rt, &candidate)?;
+    types::admit_update(store, rt, target.key_namespace())?;
+    let mut result = lifecycle::merge_update(rt, &shown, candidate, target.part)?;
+    types::prepare_update(store, rt, &current, &mut result, target.part)?;
+    let result = kinds::admit_update(store, rt, &current, result, target.part)?;
+    Ok(commit(store, rt, &current, result))
 }
 
-/// Stores `result` over `current`: nothing when unchanged, removal when a deletion's last
-/// finalizer is gone, else a modification.
+/// Stores `result` over `current`: nothing when unchanged, removal when nothing holds a deletion
+/// any more (`types::held_by_finalizers`: `metadata.finalizers`, or a Namespace's
+/// `spec.finalizers`), answered with `result` at its last resourceVersion as the apiserver
+/// answers such an update; else a modification.
 pub fn commit(
     store: &mut Store,
     rt: &ResourceType,
@@ -116,7 +157,8 @@ pub fn commit(
     }
     let gr = rt.group_resource();
     if object::is_deleting(&result) && !types::held_by_finalizers(rt, &result) {
-        return remove(store, rt, &result);
+        remove(store, rt, &result);
+        return Arc::new(result);
     }
     let stored = store.put(&gr, result);
     sync_served_types(store, rt, &stored, false);
@@ -134,27 +176,7 @@ pub fn remove(store: &mut Store, rt: &ResourceType, obj: &Value) -> Arc<Value> {
 
 /// After a write of a CustomResourceDefinition: serve (or stop serving) what it defines.
 fn sync_served_types(store: &mut Store, rt: &ResourceType, obj: &Value, removed: bool) {
-    if rt.special != Special::CustomResourceDefinition {
-        return;
+    if rt.special == Special::CustomResourceDefinition {
+        crd::sync(store, obj, removed);
     }
-    let name = object::name(obj);
-    if removed {
-        let dropped = store.registry.undefine(name);
-        for gone in dropped.iter().map(|t| t.group_resource()) {
-            if !store.registry.all().any(|t| t.group_resource() == gone) {
-                store.drop_resource(&gone);
-            }
-        }
-        return;
-    }
-    let types = crd::resource_types(obj).unwrap_or_default();
-    for served in &types {
-        store.ensure_resource(&served.group_resource());
-    }
-    tracing::info!(
-        crd = name,
-        versions = types.len(),
-        "serving custom resource"
-    );
-    store.registry.define(name, types);
 }

@@ -303,7 +303,8 @@ async fn leases_and_namespaces_round_trip() {
         .await
         .unwrap();
     assert_eq!(replaced.spec.unwrap().holder_identity.as_deref(), Some("b"));
-    assert_eq!(replaced.metadata.generation, Some(2));
+    // Leases have no generation.
+    assert_eq!(replaced.metadata.generation, None);
 }
 
 #[tokio::test]
@@ -367,7 +368,11 @@ async fn every_builtin_resource_accepts_create_get_and_delete() {
         ),
         (
             "/apis/events.k8s.io/v1/namespaces/default/events",
-            json!({"apiVersion": "events.k8s.io/v1", "kind": "Event", "reason": "Tested"}),
+            json!({
+                "apiVersion": "events.k8s.io/v1", "kind": "Event", "reason": "Tested",
+                "type": "Normal", "action": "Test", "eventTime": "2024-01-01T00:00:00.000000Z",
+                "reportingController": "kube-sim/tests", "reportingInstance": "tests-0",
+            }),
         ),
     ];
     for (collection, mut body) in resources {
@@ -398,4 +403,28 @@ async fn every_builtin_resource_accepts_create_get_and_delete() {
             assert_eq!(after.status, 404, "{collection}");
         }
     }
+}
+
+#[tokio::test]
+async fn a_put_creates_a_missing_lease_but_updates_need_a_resource_version() {
+    let sim = Sim::start().await;
+    let path = "/apis/coordination.k8s.io/v1/namespaces/default/leases/leader";
+    let lease = json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "leader"}, "spec": {"holderIdentity": "a", "leaseDurationSeconds": 15, "renewTime": "2026-01-01T00:00:00Z"}});
+    let created = sim
+        .request("PUT", path, "application/json", &lease.to_string())
+        .await
+        .unwrap();
+    assert_eq!(created.status, 201, "{}", created.body);
+    let created = created.json();
+    assert_eq!(created["spec"]["renewTime"], "2026-01-01T00:00:00.000000Z");
+    assert!(created["metadata"].get("generation").is_none());
+    let again = sim
+        .request("PUT", path, "application/json", &lease.to_string())
+        .await
+        .unwrap();
+    assert_eq!(again.status, 422, "{}", again.body);
+    assert_eq!(
+        again.json()["message"],
+        "leases.coordination.k8s.io \"leader\" is invalid: metadata.resourceVersion: Invalid value: 0: must be specified for an update"
+    );
 }
