@@ -6,7 +6,7 @@
 use serde_json::{Map, Value};
 
 use super::schema::Schema;
-use crate::kinds::field::{self, ErrorType, FieldError};
+use crate::types::field::{self, ErrorType, FieldError};
 
 /// The list invariants `value` (an object) breaks, its paths from `path`.
 pub fn validate(value: &Value, schema: &Schema, path: &str) -> Vec<FieldError> {

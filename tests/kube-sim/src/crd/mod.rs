@@ -6,11 +6,11 @@
 //!   as the naming and establishing controllers do;
 //! - `resource`: the custom resource strategy (decode, validate, warnings), built on
 //!   `schema` (the structural schema), `prune`, `defaults`, `validate` (kube-openapi's
-//!   schema validator), `formats`, `listtype` and `finalizers`.
+//!   schema validator), `formats` and `listtype`; the metadata and finalizer rules are
+//!   `types::meta` and `types::finalizers`.
 
 mod defaults;
 mod definition;
-mod finalizers;
 mod formats;
 mod listtype;
 mod prune;

@@ -9,7 +9,7 @@
 use serde_json::{Map, Value};
 
 use super::schema::Schema;
-use crate::kinds::field;
+use crate::types::field;
 
 /// The fields of ObjectMeta; others are dropped from `metadata`.
 const OBJECT_META_FIELDS: [&str; 15] = [

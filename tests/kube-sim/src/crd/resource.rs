@@ -2,19 +2,22 @@
 //! `statusStrategy`, `customResourceValidator`) for the steps kube-sim does not do for every
 //! type: decoding against the version's structural schema (pruning with `unknown field`
 //! warnings, defaulting), schema and list-type validation (ratcheting on updates; the status
-//! subresource validates `status` only), the metadata rules the generic and the custom resource
-//! validation both apply on updates (so their errors come twice, as the apiserver's do), and
-//! the finalizer-name warnings.
+//! subresource validates `status` only), the generic metadata validation (`types::meta`) the
+//! validator and the generic `rest.BeforeCreate`/`BeforeUpdate` passes apply (so on updates the
+//! metadata errors come twice, as the apiserver's do), and the finalizer warnings
+//! (`types::finalizers::warnings`).
 
 use serde_json::Value;
 
 use super::schema::{self, Schema};
-use super::{defaults, finalizers, listtype, prune, validate};
-use crate::kinds::field::{self, FieldError};
+use super::{defaults, listtype, prune, validate};
 use crate::lifecycle::Part;
 use crate::registry::{GroupResource, ResourceType};
 use crate::status::ApiError;
 use crate::store::Store;
+use crate::types::field::{self, FieldError};
+use crate::types::finalizers;
+use crate::types::meta::{self, NameRule};
 use crate::warning;
 
 /// The structural schema of the version `rt` serves, from its CRD in `store`.
@@ -33,12 +36,15 @@ pub fn decode(schema: &Schema, obj: &mut Value) {
     defaults::apply(obj, schema);
 }
 
-/// `Validate` of a new custom resource (and `WarningsOnCreate`).
+/// `Validate` of a new custom resource (metadata, schema, list types), the generic name check
+/// of `rest.BeforeCreate` once that passed, and `WarningsOnCreate`.
 pub fn validate_create(rt: &ResourceType, schema: &Schema, obj: &Value) -> Result<(), ApiError> {
-    let mut errors = validate::validate(obj, schema, "", None);
+    let mut errors = meta::validate(obj, NameRule::Subdomain, rt.namespaced, false);
+    errors.extend(validate::validate(obj, schema, "", None));
     errors.extend(listtype::validate(obj, schema, ""));
     fail_if_any(rt, obj, &errors)?;
-    finalizers::warn_about_new(obj, None);
+    fail_if_any(rt, obj, &meta::validate_path_segment(obj))?;
+    warn(obj, None);
     Ok(())
 }
 
@@ -50,11 +56,12 @@ pub fn validate_update(
     new: &Value,
     part: Part,
 ) -> Result<(), ApiError> {
-    // The generic update checks (`rest.BeforeUpdate`), then the same metadata checks again
-    // from the custom resource validator.
-    let metadata = finalizers::no_new_while_deleting(new, old);
-    let mut errors = metadata.clone();
-    errors.extend(metadata);
+    // The generic pass of `rest.BeforeUpdate` (`validateCommonFields`), then the custom
+    // resource validator's own `ValidateObjectMetaAccessorUpdate`: the same metadata errors
+    // come twice (a new finalizer while deleting, 10-mcs-crd step 25).
+    let mut errors = meta::validate(new, NameRule::PathSegment, rt.namespaced, false);
+    errors.extend(meta::validate_update(new, old, false));
+    errors.extend(meta::validate_update(new, old, false));
     match part {
         Part::Main => errors.extend(validate::validate(new, schema, "", Some(old))),
         Part::Status => {
@@ -72,16 +79,19 @@ pub fn validate_update(
         errors.extend(listtype::validate(new, schema, ""));
     }
     fail_if_any(rt, new, &errors)?;
-    finalizers::warn_about_new(new, Some(old));
+    warn(new, Some(old));
     Ok(())
 }
 
+/// `WarningsOnCreate` / `WarningsOnUpdate`: the finalizers the write adds.
+fn warn(new: &Value, old: Option<&Value>) {
+    finalizers::warnings(new, old)
+        .into_iter()
+        .for_each(warning::add);
+}
+
 fn fail_if_any(rt: &ResourceType, obj: &Value, errors: &[FieldError]) -> Result<(), ApiError> {
-    if errors.is_empty() {
-        return Ok(());
-    }
-    let name = crate::object::name(obj);
-    Err(field::invalid(&rt.group, &rt.kind, name, errors))
+    field::refuse(&rt.group, &rt.kind, crate::object::name(obj), errors)
 }
 
 #[cfg(test)]
@@ -109,7 +119,7 @@ mod tests {
 
     #[test]
     fn invalid_resources_are_refused_with_their_kind_and_group() {
-        let obj = json!({"metadata": {"name": "w"}, "spec": {}});
+        let obj = json!({"metadata": {"name": "w", "namespace": "default"}, "spec": {}});
         let status = validate_create(&rt(), &schema(), &obj)
             .unwrap_err()
             .to_status();
@@ -122,8 +132,38 @@ mod tests {
     }
 
     #[test]
+    fn metadata_is_validated_and_update_errors_come_twice() {
+        let obj = json!({"metadata": {"name": "W", "namespace": "default"}, "spec": {"types": []}});
+        let error = validate_create(&rt(), &schema(), &obj).unwrap_err();
+        assert!(
+            error
+                .message
+                .starts_with("Widget.example.com \"W\" is invalid: metadata.name: Invalid value: \"W\": a lowercase RFC 1123 subdomain"),
+            "{}",
+            error.message
+        );
+        let mut old = json!({"metadata": {"name": "w", "namespace": "default", "finalizers": ["a.io/x"],
+            "deletionTimestamp": "2026-01-01T00:00:00Z"}, "spec": {"types": []}});
+        let mut new = old.clone();
+        new["metadata"]["finalizers"] = json!(["a.io/x", "b.io/y"]);
+        let status = validate_update(&rt(), &schema(), &old, &new, Part::Main)
+            .unwrap_err()
+            .to_status();
+        let causes = status["details"]["causes"].as_array().unwrap();
+        assert_eq!(causes.len(), 2);
+        assert_eq!(causes[0], causes[1]);
+        for obj in [&mut old, &mut new] {
+            obj["metadata"]
+                .as_object_mut()
+                .unwrap()
+                .remove("deletionTimestamp");
+        }
+        assert!(validate_update(&rt(), &schema(), &old, &new, Part::Main).is_ok());
+    }
+
+    #[test]
     fn status_updates_validate_only_the_status() {
-        let old = json!({"metadata": {"name": "w"}, "spec": {}});
+        let old = json!({"metadata": {"name": "w", "namespace": "default"}, "spec": {}});
         let mut new = old.clone();
         new["status"] = json!({"phase": "C"});
         let error = validate_update(&rt(), &schema(), &old, &new, Part::Status).unwrap_err();

@@ -16,7 +16,7 @@ use serde_json::Value;
 
 use super::formats;
 use super::schema::Schema;
-use crate::kinds::field::{self, ErrorType, FieldError};
+use crate::types::field::{self, ErrorType, FieldError};
 
 /// The errors of `value` against `schema`; `root` prefixes field paths (`""` or `"status"`);
 /// `old` is the previous value on updates (for ratcheting).

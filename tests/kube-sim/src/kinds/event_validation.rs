@@ -7,9 +7,9 @@
 
 use serde_json::Value;
 
-use super::field::{self, FieldError};
-use super::names::is_qualified_name;
 use crate::status::ApiError;
+use crate::types::field::{self, FieldError};
+use crate::types::names::qualified_name;
 
 const REPORTING_INSTANCE_LIMIT: usize = 128;
 const ACTION_LIMIT: usize = 128;
@@ -63,11 +63,7 @@ const IMMUTABLE: [&str; 13] = [
 ];
 
 fn fail_if_any(event: &Value, errors: &[FieldError]) -> Result<(), ApiError> {
-    if errors.is_empty() {
-        return Ok(());
-    }
-    let name = crate::object::name(event);
-    Err(field::invalid("", "Event", name, errors))
+    field::refuse("", "Event", crate::object::name(event), errors)
 }
 
 fn text<'a>(event: &'a Value, key: &str) -> &'a str {
@@ -106,7 +102,7 @@ fn legacy(event: &Value) -> Vec<FieldError> {
     if controller.is_empty() {
         errors.push(FieldError::required("reportingController", ""));
     }
-    for problem in is_qualified_name(controller) {
+    for problem in qualified_name(controller) {
         errors.push(FieldError::invalid(
             "reportingController",
             Value::from(controller),

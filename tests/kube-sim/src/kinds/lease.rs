@@ -6,8 +6,8 @@
 
 use serde_json::{Map, Value, json};
 
-use super::field::{self, FieldError};
 use crate::status::ApiError;
+use crate::types::field::{self, FieldError};
 use crate::warning;
 
 pub const GROUP: &str = "coordination.k8s.io";
@@ -78,18 +78,14 @@ pub fn validate(lease: &Value) -> Result<(), ApiError> {
             "may only be specified if `strategy` is defined",
         ));
     }
-    if errors.is_empty() {
-        return Ok(());
-    }
-    let name = crate::object::name(lease);
-    Err(field::invalid(GROUP, "Lease", name, &errors))
+    field::refuse(GROUP, "Lease", crate::object::name(lease), &errors)
 }
 
 /// `ValidateCoordinatedLeaseStrategy`.
 fn strategy_errors(strategy: &str) -> Vec<FieldError> {
     const FIELD: &str = "spec.strategy.strategy";
     if strategy.contains('/') {
-        return super::names::is_qualified_name(strategy)
+        return crate::types::names::qualified_name(strategy)
             .into_iter()
             .map(|problem| FieldError::invalid(FIELD, json!(strategy), problem))
             .collect();
@@ -100,7 +96,7 @@ fn strategy_errors(strategy: &str) -> Vec<FieldError> {
     vec![FieldError::not_supported(
         FIELD,
         json!(strategy),
-        &["OldestEmulationVersion".to_owned()],
+        &["OldestEmulationVersion"],
     )]
 }
 

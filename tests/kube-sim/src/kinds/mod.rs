@@ -12,10 +12,8 @@
 
 pub mod event;
 mod event_validation;
-pub mod field;
 mod go_time;
 pub mod lease;
-pub mod names;
 
 use serde_json::{Value, json};
 
@@ -25,7 +23,7 @@ use crate::object;
 use crate::registry::{GroupResource, ResourceType, Special};
 use crate::status::ApiError;
 use crate::store::Store;
-use field::FieldError;
+use crate::types::field::{self, FieldError};
 
 /// Where the objects of `resource` are stored (Events of both APIs: core `events`).
 pub fn storage_resource(resource: &GroupResource) -> GroupResource {
@@ -63,12 +61,7 @@ pub fn check_unconditional_update(rt: &ResourceType, candidate: &Value) -> Resul
         json!(0),
         "must be specified for an update",
     );
-    Err(field::invalid(
-        &rt.group,
-        &rt.plural,
-        object::name(candidate),
-        &[error],
-    ))
+    field::refuse(&rt.group, &rt.plural, object::name(candidate), &[error])
 }
 
 /// `AllowCreateOnUpdate`: a PUT of a missing Event or Lease creates it.

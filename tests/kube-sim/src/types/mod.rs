@@ -8,10 +8,14 @@
 //! 3. the registry's strategy: [`prepare_create`] / [`prepare_update`] (`PrepareForCreate`,
 //!    allocations such as a Service's clusterIP, then `Validate` / `ValidateUpdate`).
 //!
-//! Each type lives in its own module; types without one are stored as sent.
+//! Each type lives in its own module. Events, Leases and custom resources have their strategies
+//! in `kinds` (and `crd`), which the write paths call right after these; the metadata and
+//! finalizer rules ([`meta`], [`finalizers`]) and the field errors ([`field`]) here serve them
+//! too.
 
 pub mod endpointslice;
 pub mod field;
+pub mod finalizers;
 pub mod ip;
 pub mod meta;
 pub mod names;
@@ -111,10 +115,8 @@ pub fn prepare_create(store: &Store, rt: &ResourceType, obj: &mut Value) -> Resu
                 &meta::validate(obj, NameRule::Subdomain, true, true),
             )?;
         }
-        None => {
-            custom_resource_warnings(rt, obj, None);
-            return Ok(());
-        }
+        // Custom resources, Events, Leases: `kinds`.
+        None => return Ok(()),
     }
     refuse(rt, obj, &meta::validate_path_segment(obj))
 }
@@ -143,19 +145,8 @@ pub fn prepare_update(
             Ok(())
         }
         Some(Builtin::Plain) => refuse(rt, new, &meta::validate_update(new, old, true)),
-        None => {
-            custom_resource_warnings(rt, new, Some(old));
-            Ok(())
-        }
-    }
-}
-
-/// The finalizer warnings a custom resource write gets (`WarningsOnCreate/Update`).
-fn custom_resource_warnings(rt: &ResourceType, new: &Value, old: Option<&Value>) {
-    if rt.defined_by.is_some() {
-        meta::finalizer_warnings(new, old)
-            .into_iter()
-            .for_each(crate::warning::add);
+        // Custom resources, Events, Leases: `kinds`.
+        None => Ok(()),
     }
 }
 
