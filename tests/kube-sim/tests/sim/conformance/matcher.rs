@@ -53,11 +53,10 @@ impl Bindings {
                 // A time the client echoes back (an object sent as read): any time will do.
                 return REPLAYED_TIME.to_owned();
             }
-            let (Some(kind), Some(n)) = (caps.get(1), caps.get(2)) else {
+            let Some(key) = key_of(caps) else {
                 missing.push(caps[0].to_owned());
                 return caps[0].to_owned();
             };
-            let key = (kind.as_str().to_owned(), n.as_str().parse().unwrap_or(0));
             match self.values.get(&key) {
                 Some(value) => value.clone(),
                 None => {
@@ -71,6 +70,35 @@ impl Bindings {
         } else {
             Err(format!("unbound placeholders in a request: {missing:?}"))
         }
+    }
+
+    /// A recorded JSON request body with its placeholders substituted. A string that is one
+    /// placeholder standing for an integer (`"<allocated-port:2>"`, `"<apiserver-port>"`)
+    /// becomes that JSON number, as the recorder sent it; every other string (and key) is
+    /// substituted as text.
+    pub fn substitute_json(&self, recorded: &Value) -> Result<Value, String> {
+        Ok(match recorded {
+            Value::String(text) if stands_for_integer(text) => {
+                let digits = self.substitute(text)?;
+                let number: u64 = digits
+                    .parse()
+                    .map_err(|e| format!("{text} is bound to {digits:?}, not an integer: {e}"))?;
+                Value::from(number)
+            }
+            Value::String(text) => Value::String(self.substitute(text)?),
+            Value::Array(items) => Value::Array(
+                items
+                    .iter()
+                    .map(|item| self.substitute_json(item))
+                    .collect::<Result<_, _>>()?,
+            ),
+            Value::Object(map) => Value::Object(
+                map.iter()
+                    .map(|(k, v)| Ok((self.substitute(k)?, self.substitute_json(v)?)))
+                    .collect::<Result<_, String>>()?,
+            ),
+            other => other.clone(),
+        })
     }
 
     /// Binds `<kind:n>` to `value`: the same as before, and unlike any other `<kind:m>`.
@@ -213,16 +241,31 @@ fn walk(
     }
 }
 
+/// The binding a placeholder match names: `<kind:n>`, or `<apiserver-port>` (one value per
+/// file, kept as number 0); None for `<time>`, which binds nothing.
+fn key_of(caps: &regex::Captures<'_>) -> Option<(String, u32)> {
+    if &caps[0] == "<apiserver-port>" {
+        return Some(("apiserver-port".to_owned(), 0));
+    }
+    let (kind, n) = (caps.get(1)?, caps.get(2)?);
+    Some((kind.as_str().to_owned(), n.as_str().parse().ok()?))
+}
+
+/// Whether a recorded JSON string is one placeholder for an integer (a port), which stands
+/// for a JSON number.
+fn stands_for_integer(recorded: &str) -> bool {
+    PLACEHOLDER.find(recorded).is_some_and(|m| {
+        m.range() == (0..recorded.len())
+            && (recorded.starts_with("<allocated-port:") || recorded == "<apiserver-port>")
+    })
+}
+
 /// Matches a recorded string with placeholders against a served value (a string, or a
 /// number where the placeholder stands for an integer).
 fn match_text(recorded: &str, actual: &Value, bindings: &mut Bindings) -> Result<(), String> {
     let served = match actual {
         Value::String(s) => s.clone(),
-        Value::Number(n)
-            if recorded.starts_with("<allocated-port:") || recorded == "<apiserver-port>" =>
-        {
-            n.to_string()
-        }
+        Value::Number(n) if stands_for_integer(recorded) => n.to_string(),
         other => return Err(format!("recorded {recorded:?}, served {}", short(other))),
     };
     let mut pattern = String::from("^");
@@ -238,8 +281,7 @@ fn match_text(recorded: &str, actual: &Value, bindings: &mut Bindings) -> Result
         pattern.push('(');
         pattern.push_str(pattern_of(&kind));
         pattern.push(')');
-        let n = caps.get(2).and_then(|n| n.as_str().parse::<u32>().ok());
-        slots.push((kind, n));
+        slots.push(key_of(&caps));
         last = whole.end();
     }
     pattern.push_str(&regex::escape(&recorded[last..]));
@@ -248,8 +290,8 @@ fn match_text(recorded: &str, actual: &Value, bindings: &mut Bindings) -> Result
     let caps = re
         .captures(&served)
         .ok_or_else(|| format!("recorded {recorded:?}, served {served:?}"))?;
-    for (i, (kind, n)) in slots.iter().enumerate() {
-        if let Some(n) = n {
+    for (i, slot) in slots.iter().enumerate() {
+        if let Some((kind, n)) = slot {
             bindings.bind(kind, *n, &caps[i + 1])?;
         }
     }
@@ -357,5 +399,32 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(nested.path, ".a.b[1]");
+    }
+
+    #[test]
+    fn integer_placeholders_are_sent_as_json_numbers_in_json_bodies_only() {
+        let mut b = Bindings::default();
+        compare(
+            &json!({"nodePort": "<allocated-port:2>", "port": "<apiserver-port>", "rv": "<rv:1>"}),
+            &json!({"nodePort": 30007, "port": 6443, "rv": "12"}),
+            &mut b,
+        )
+        .unwrap();
+        let body = json!({"spec": {"ports": [{"port": 80, "nodePort": "<allocated-port:2>"}],
+            "note": "port <allocated-port:2>"}, "metadata": {"resourceVersion": "<rv:1>"},
+            "targetPort": "<apiserver-port>"});
+        assert_eq!(
+            b.substitute_json(&body).unwrap(),
+            json!({"spec": {"ports": [{"port": 80, "nodePort": 30007}], "note": "port 30007"},
+                "metadata": {"resourceVersion": "12"}, "targetPort": 6443})
+        );
+        assert_eq!(
+            b.substitute("nodePort: <allocated-port:2>").unwrap(),
+            "nodePort: 30007"
+        );
+        assert!(
+            b.substitute_json(&json!({"nodePort": "<allocated-port:3>"}))
+                .is_err()
+        );
     }
 }

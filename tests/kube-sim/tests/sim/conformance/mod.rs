@@ -303,7 +303,7 @@ async fn replay_step(
     let body = match &recorded["body"] {
         Value::Null => None,
         Value::String(text) => Some(bindings.substitute(text)?),
-        json => Some(bindings.substitute(&json.to_string())?),
+        json => Some(bindings.substitute_json(json)?.to_string()),
     };
     if is_list(method, &path) {
         // "Before every recorded list, the recorder wrote to an unrelated ConfigMap".
