@@ -247,8 +247,12 @@ fn apply_special(
     Ok(())
 }
 
-/// Whether a write from `before` to `after` bumps `metadata.generation`.
+/// Whether a write from `before` to `after` bumps `metadata.generation`. Built-in types compare
+/// as their strategies' `apiequality.Semantic.DeepEqual` does on the decoded Go structs, where
+/// an absent, `null` or empty list or map are all the same; custom resources compare their
+/// unstructured content as it is.
 fn generation_changes(rt: &ResourceType, before: &Value, after: &Value) -> bool {
+    let typed = rt.defined_by.is_none();
     let content = |obj: &Value, drop_status: bool| {
         let mut copy = obj.clone();
         if let Some(map) = copy.as_object_mut() {
@@ -256,6 +260,9 @@ fn generation_changes(rt: &ResourceType, before: &Value, after: &Value) -> bool 
             if drop_status {
                 map.remove("status");
             }
+        }
+        if typed {
+            drop_empty(&mut copy);
         }
         copy
     };
@@ -268,6 +275,27 @@ fn generation_changes(rt: &ResourceType, before: &Value, after: &Value) -> bool 
             content(before, false) != content(after, false)
                 || before["metadata"]["labels"] != after["metadata"]["labels"]
         }
+    }
+}
+
+/// Removes every `null` and every empty list or map inside object members, recursively.
+fn drop_empty(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            map.values_mut().for_each(drop_empty);
+            map.retain(|_, v| !is_empty(v));
+        }
+        Value::Array(items) => items.iter_mut().for_each(drop_empty),
+        _ => {}
+    }
+}
+
+fn is_empty(value: &Value) -> bool {
+    match value {
+        Value::Null => true,
+        Value::Array(items) => items.is_empty(),
+        Value::Object(map) => map.is_empty(),
+        _ => false,
     }
 }
 
@@ -416,6 +444,24 @@ mod tests {
         annotated["metadata"]["annotations"] = json!({"x": "y"});
         let updated = merge_update(&rt("endpointslices"), &current, annotated, Part::Main).unwrap();
         assert_eq!(updated["metadata"]["generation"], 1);
+    }
+
+    #[test]
+    fn built_in_types_see_absent_null_and_empty_lists_as_equal() {
+        let body = json!({"metadata": {"name": "s"}, "addressType": "IPv4", "endpoints": [{"addresses": ["10.0.0.1"], "conditions": {}}], "ports": null});
+        let current = prepare_create(&rt("endpointslices"), Some("default"), body, NOW).unwrap();
+        let mut resent = current.clone();
+        resent.as_object_mut().unwrap().remove("ports");
+        resent["endpoints"][0]
+            .as_object_mut()
+            .unwrap()
+            .remove("conditions");
+        let updated = merge_update(&rt("endpointslices"), &current, resent, Part::Main).unwrap();
+        assert_eq!(updated["metadata"]["generation"], 1);
+        let mut changed = current.clone();
+        changed["ports"] = json!([{"port": 80}]);
+        let updated = merge_update(&rt("endpointslices"), &current, changed, Part::Main).unwrap();
+        assert_eq!(updated["metadata"]["generation"], 2);
     }
 
     #[test]
