@@ -9,10 +9,12 @@ use axum::response::Response;
 use serde_json::Value;
 
 use super::body;
+use super::params::Params;
 use super::respond;
 use super::target::Target;
 use crate::app::App;
 use crate::crd;
+use crate::fields::{self, Options, Tracking};
 use crate::lifecycle;
 use crate::object;
 use crate::registry::{ResourceType, Special};
@@ -22,11 +24,13 @@ use crate::store::Store;
 pub fn create(
     app: &App,
     target: &Target,
+    params: &Params,
     headers: &HeaderMap,
     body: &[u8],
 ) -> Result<Response, ApiError> {
+    let tracking = update_tracking(Options::Create, params, headers)?;
     let obj = body::decode_object(headers, body)?;
-    let stored = create_locked(&mut app.write(), target, obj)?;
+    let stored = create_locked(&mut app.write(), target, &tracking, obj)?;
     Ok(respond::object_response(
         StatusCode::CREATED,
         &target.rt,
@@ -37,11 +41,13 @@ pub fn create(
 pub fn update(
     app: &App,
     target: &Target,
+    params: &Params,
     headers: &HeaderMap,
     body: &[u8],
 ) -> Result<Response, ApiError> {
+    let tracking = update_tracking(Options::Update, params, headers)?;
     let candidate = body::decode_object(headers, body)?;
-    let stored = update_locked(&mut app.write(), target, |_| Ok(candidate))?;
+    let stored = update_locked(&mut app.write(), target, &tracking, |_| Ok(candidate))?;
     Ok(respond::object_response(
         StatusCode::OK,
         &target.rt,
@@ -49,14 +55,44 @@ pub fn update(
     ))
 }
 
+/// The field tracking of a create, update or non-apply patch: who the write is recorded for.
+pub fn update_tracking(
+    options: Options,
+    params: &Params,
+    headers: &HeaderMap,
+) -> Result<Tracking, ApiError> {
+    let user_agent = headers
+        .get(axum::http::header::USER_AGENT)
+        .and_then(|v| v.to_str().ok());
+    let manager = fields::manager(
+        options,
+        params.get("fieldManager"),
+        params.get("force"),
+        user_agent,
+    )?;
+    Ok(Tracking::Update(manager))
+}
+
 /// Creates `obj` in the target collection (the store lock is held by the caller).
 pub fn create_locked(
     store: &mut Store,
     target: &Target,
-    obj: Value,
+    tracking: &Tracking,
+    mut obj: Value,
 ) -> Result<Arc<Value>, ApiError> {
     let rt = &target.rt;
-    let obj = lifecycle::prepare_create(rt, target.namespace.as_deref(), obj, &object::now())?;
+    let now = object::now();
+    let context = fields::context(store, rt);
+    let managed = fields::track(
+        context.as_ref(),
+        target.part,
+        tracking,
+        None,
+        &mut obj,
+        &now,
+    );
+    fields::record(None, &mut obj, managed);
+    let obj = lifecycle::prepare_create(rt, target.namespace.as_deref(), obj, &now)?;
     let gr = rt.group_resource();
     if store
         .get(&gr, target.key_namespace(), object::name(&obj))
@@ -74,6 +110,7 @@ pub fn create_locked(
 pub fn update_locked(
     store: &mut Store,
     target: &Target,
+    tracking: &Tracking,
     make_candidate: impl FnOnce(&Value) -> Result<Value, ApiError>,
 ) -> Result<Arc<Value>, ApiError> {
     let gr = target.rt.group_resource();
@@ -81,9 +118,19 @@ pub fn update_locked(
     let current = store
         .get(&gr, target.key_namespace(), name)
         .ok_or_else(|| ApiError::not_found(&gr, name))?;
-    let candidate = make_candidate(&current)?;
-    let result =
-        lifecycle::merge_update(&target.rt, &current, candidate, target.part, &object::now())?;
+    let mut candidate = make_candidate(&current)?;
+    let now = object::now();
+    let context = fields::context(store, &target.rt);
+    let managed = fields::track(
+        context.as_ref(),
+        target.part,
+        tracking,
+        Some(&current),
+        &mut candidate,
+        &now,
+    );
+    let mut result = lifecycle::merge_update(&target.rt, &current, candidate, target.part, &now)?;
+    fields::record(Some(&current), &mut result, managed);
     Ok(commit(store, &target.rt, &current, result))
 }
 
@@ -100,7 +147,9 @@ pub fn commit(
     }
     let gr = rt.group_resource();
     if object::is_deleting(&result) && !object::has_finalizers(&result) {
-        return remove(store, rt, &result);
+        // The answer is the object as this write left it (finalizers gone, its managedFields).
+        remove(store, rt, &result);
+        return Arc::new(result);
     }
     let stored = store.put(&gr, result);
     sync_served_types(store, rt, &stored, false);
