@@ -15,7 +15,7 @@ use super::target::Target;
 use crate::app::App;
 use crate::crd;
 use crate::fields::{self, Options, Tracking};
-use crate::lifecycle;
+use crate::lifecycle::{self, Part};
 use crate::object;
 use crate::registry::{ResourceType, Special};
 use crate::status::ApiError;
@@ -92,7 +92,8 @@ pub fn create_locked(
         &now,
     );
     fields::record(None, &mut obj, managed);
-    let obj = lifecycle::prepare_create(rt, target.namespace.as_deref(), obj, &now)?;
+    let mut obj = lifecycle::prepare_create(rt, target.namespace.as_deref(), obj, &now)?;
+    fields::record_server_status(context.as_ref(), rt, None, &mut obj, &now);
     let gr = rt.group_resource();
     if store
         .get(&gr, target.key_namespace(), object::name(&obj))
@@ -131,6 +132,10 @@ pub fn update_locked(
     );
     let mut result = lifecycle::merge_update(&target.rt, &current, candidate, target.part, &now)?;
     fields::record(Some(&current), &mut result, managed);
+    if target.part == Part::Main {
+        let previous = Some(&current["status"]);
+        fields::record_server_status(context.as_ref(), &target.rt, previous, &mut result, &now);
+    }
     Ok(commit(store, &target.rt, &current, result))
 }
 

@@ -41,7 +41,7 @@ use std::sync::{Arc, LazyLock, Mutex};
 use serde_json::Value;
 
 use crate::lifecycle::Part;
-use crate::registry::{GroupResource, ResourceType};
+use crate::registry::{GroupResource, ResourceType, Special};
 use crate::store::Store;
 pub use apply::Apply;
 pub use options::Options;
@@ -183,6 +183,34 @@ pub fn track(
 pub fn record(current: Option<&Value>, result: &mut Value, managed_fields: Option<Value>) {
     update::record(current, result, managed_fields);
 }
+
+/// Records the status the server itself wrote on a CustomResourceDefinition (the naming and
+/// establishing controllers, as manager `kube-apiserver` through the status subresource):
+/// `previous` is the status before (None: the one a new CRD has), `obj` the object with the
+/// status the server set.
+pub fn record_server_status(
+    ctx: Option<&TypeContext>,
+    rt: &ResourceType,
+    previous: Option<&Value>,
+    obj: &mut Value,
+    now: &str,
+) {
+    let Some(ctx) = ctx.filter(|_| rt.special == Special::CustomResourceDefinition) else {
+        return;
+    };
+    let initial = serde_json::json!({"storedVersions": obj["status"]["storedVersions"]});
+    let mut before = obj.clone();
+    before["status"] = previous.cloned().unwrap_or(initial);
+    if before["status"] == obj["status"] {
+        return;
+    }
+    let mut written = obj.clone();
+    let managed = update::track(ctx, Part::Status, Some(&before), &mut written, SERVER, now);
+    update::record(None, obj, managed);
+}
+
+/// The manager of the server's own writes (the apiserver's loopback client User-Agent).
+const SERVER: &str = "kube-apiserver";
 
 /// The object a server-side apply makes (see [`Apply`]), its `managedFields` set.
 pub fn apply(ctx: &TypeContext, request: &Apply<'_>) -> Result<Value, crate::status::ApiError> {
