@@ -8,6 +8,7 @@ use axum::extract::DefaultBodyLimit;
 
 use crate::builtin;
 use crate::faults::Faults;
+use crate::fields;
 use crate::lifecycle;
 use crate::network::Network;
 use crate::object;
@@ -95,7 +96,8 @@ fn create_default_namespaces(store: &mut Store) {
     };
     let now = object::now();
     for name in builtin::DEFAULT_NAMESPACES {
-        let body = serde_json::json!({"metadata": {"name": name}});
+        let mut body = serde_json::json!({"metadata": {"name": name}});
+        fields::record_server_create(store, &rt, &mut body, &now);
         if let Ok(ns) = lifecycle::prepare_create(&rt, None, body, &now) {
             store.put(&namespaces, ns);
         }

@@ -143,19 +143,32 @@ fn apply(
         now: &object::now(),
     };
     let applied = fields::apply(&context, &request)?;
+    check_name(target, &applied)?;
     if current.is_some() {
         let stored = write::update_locked(&mut store, target, &Tracking::Applied, |_| Ok(applied))?;
         return Ok((StatusCode::OK, stored));
     }
-    if object::name(&applied) != name {
+    let created = write::create_locked(&mut store, target, &Tracking::Applied, applied)?;
+    Ok((StatusCode::CREATED, created))
+}
+
+/// The applied object must be the one the URL names (the patch handler's `checkName`).
+fn check_name(target: &Target, applied: &Value) -> Result<(), ApiError> {
+    let (name, url_name) = (object::name(applied), target.name_or_empty());
+    if name != url_name {
         let message = format!(
-            "the name of the object ({}) does not match the name on the URL ({name})",
-            object::name(&applied)
+            "the name of the object ({name}) does not match the name on the URL ({url_name})"
         );
         return Err(ApiError::bad_request(message));
     }
-    let created = write::create_locked(&mut store, target, &Tracking::Applied, applied)?;
-    Ok((StatusCode::CREATED, created))
+    let (namespace, url_namespace) = (object::namespace(applied), target.key_namespace());
+    if !url_namespace.is_empty() && !namespace.is_empty() && namespace != url_namespace {
+        let message = format!(
+            "the namespace of the object ({namespace}) does not match the namespace on the URL ({url_namespace})"
+        );
+        return Err(ApiError::bad_request(message));
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -209,6 +209,15 @@ pub fn record_server_status(
     update::record(None, obj, managed);
 }
 
+/// Records an object the server creates itself (the default namespaces) as written by
+/// `kube-apiserver`.
+pub fn record_server_create(store: &Store, rt: &ResourceType, obj: &mut Value, now: &str) {
+    let ctx = context(store, rt);
+    let tracking = Tracking::Update(SERVER.to_owned());
+    let managed = track(ctx.as_ref(), Part::Main, &tracking, None, obj, now);
+    record(None, obj, managed);
+}
+
 /// The manager of the server's own writes (the apiserver's loopback client User-Agent).
 const SERVER: &str = "kube-apiserver";
 
