@@ -7,7 +7,8 @@
 //! subresource cannot write left out) become the writer's, merged into its earlier Update
 //! entry with a new time; other managers lose the fields the write changed or removed, and
 //! managers left with nothing are dropped. A write that changes no field leaves the writer's
-//! entry (and its time) alone.
+//! entry (and its time) alone. An update of an object without managers (all dropped, or
+//! stripped by sending `managedFields: []`) records nothing.
 
 use serde_json::Value;
 
@@ -89,6 +90,11 @@ pub fn track(
 ) -> Option<Value> {
     let given = take_managed_fields(new);
     let mut managed = starting_managers(live, given.as_ref(), part);
+    if managed.is_empty() && live.is_some() {
+        // An update of an object nobody manages is not tracked (`skipNonAppliedManager`):
+        // only an apply (or a create) starts tracking again.
+        return None;
+    }
     let empty = Value::Object(Default::default());
     let live_t = typed::normalize(&without_managed_fields(live.unwrap_or(&empty)), &ctx.shape);
     let new_t = typed::normalize(new, &ctx.shape);

@@ -113,7 +113,7 @@ fn a_write_that_changes_nothing_keeps_the_entries_as_they_were() {
 }
 
 #[test]
-fn client_sent_managed_fields_are_taken_and_an_empty_list_resets_them() {
+fn client_sent_managed_fields_are_taken_and_an_empty_list_strips_them() {
     let ctx = config_maps();
     let v1 = write(&ctx, None, cm(json!({"a": "1"})), "ctl", T1);
     let mut edited = v1.clone();
@@ -128,9 +128,17 @@ fn client_sent_managed_fields_are_taken_and_an_empty_list_resets_them() {
     reset["metadata"]["managedFields"] = json!([]);
     reset["data"]["c"] = json!("3");
     let v3 = write(&ctx, Some(&v2), reset, "ctl", T2);
-    let entries = v3["metadata"]["managedFields"].as_array().unwrap();
-    assert_eq!(entries.len(), 1);
-    assert_eq!(entries[0]["fieldsV1"], json!({"f:data": {"f:c": {}}}));
+    assert!(
+        v3["metadata"].get("managedFields").is_none(),
+        "stripped: {v3}"
+    );
+    let mut untracked = v3.clone();
+    untracked["data"]["d"] = json!("4");
+    let v4 = write(&ctx, Some(&v3), untracked, "ctl", T2);
+    assert!(
+        v4["metadata"].get("managedFields").is_none(),
+        "updates of an unmanaged object are not tracked"
+    );
 }
 
 #[test]
