@@ -9,6 +9,7 @@ mod cli;
 mod crd;
 mod discovery;
 mod faults;
+mod fields;
 mod gojson;
 mod kinds;
 mod lifecycle;

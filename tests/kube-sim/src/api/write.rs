@@ -1,6 +1,7 @@
 //! The write verbs create (POST) and update (PUT), and the commit steps every write shares:
-//! storing or removing the result, finishing deletions whose finalizers are gone, and keeping
-//! the served types in step with CustomResourceDefinitions.
+//! field tracking (`managedFields`, [`crate::fields`]), storing or removing the result,
+//! finishing deletions whose finalizers are gone, and keeping the served types in step with
+//! CustomResourceDefinitions.
 
 use std::sync::Arc;
 
@@ -9,10 +10,12 @@ use axum::response::Response;
 use serde_json::Value;
 
 use super::body;
+use super::params::Params;
 use super::respond;
 use super::target::Target;
 use crate::app::App;
 use crate::crd;
+use crate::fields::{self, Options, Tracking};
 use crate::kinds;
 use crate::lifecycle;
 use crate::object;
@@ -24,11 +27,13 @@ use crate::types;
 pub fn create(
     app: &App,
     target: &Target,
+    params: &Params,
     headers: &HeaderMap,
     body: &[u8],
 ) -> Result<Response, ApiError> {
+    let tracking = update_tracking(Options::Create, params, headers)?;
     let obj = body::decode_object(headers, body)?;
-    let stored = create_locked(&mut app.write(), target, obj)?;
+    let stored = create_locked(&mut app.write(), target, &tracking, obj)?;
     Ok(respond::object_response(
         StatusCode::CREATED,
         &target.rt,
@@ -39,15 +44,18 @@ pub fn create(
 pub fn update(
     app: &App,
     target: &Target,
+    params: &Params,
     headers: &HeaderMap,
     body: &[u8],
 ) -> Result<Response, ApiError> {
+    let tracking = update_tracking(Options::Update, params, headers)?;
     let candidate = body::decode_object(headers, body)?;
     let mut store = app.write();
     if creates_on_update(&store, target) {
         let stored = create_locked(
             &mut store,
             target,
+            &tracking,
             kinds::named(candidate, target.name_or_empty())?,
         )?;
         return Ok(respond::object_response(
@@ -56,12 +64,31 @@ pub fn update(
             &stored,
         ));
     }
-    let stored = update_locked(&mut store, target, |_| Ok(candidate))?;
+    let stored = update_locked(&mut store, target, &tracking, |_| Ok(candidate))?;
     Ok(respond::object_response(
         StatusCode::OK,
         &target.rt,
         &stored,
     ))
+}
+
+/// The field tracking of a create, update or non-apply patch: who the write is recorded for
+/// (the `fieldManager` option, else the User-Agent), or 422 when the options are invalid.
+pub fn update_tracking(
+    options: Options,
+    params: &Params,
+    headers: &HeaderMap,
+) -> Result<Tracking, ApiError> {
+    let user_agent = headers
+        .get(axum::http::header::USER_AGENT)
+        .and_then(|v| v.to_str().ok());
+    let manager = fields::manager(
+        options,
+        params.get("fieldManager"),
+        params.get("force"),
+        user_agent,
+    )?;
+    Ok(Tracking::Update(manager))
 }
 
 /// Whether a PUT creates the missing object it addresses (`AllowCreateOnUpdate`).
@@ -83,21 +110,34 @@ fn decode(store: &Store, rt: &ResourceType, obj: &mut Value) {
 }
 
 /// Creates `obj` in the target collection (the store lock is held by the caller). The steps, in
-/// the apiserver's order: decoding, the generic metadata (`lifecycle`), admission, the type's
-/// strategy (built-in types in `types`, Events, Leases and custom resources in `kinds`), and
-/// the storage layer's own refusal of a resourceVersion.
+/// the apiserver's order: decoding (an apply's merged object is defaulted here too), field
+/// tracking, the generic metadata (`lifecycle`), admission, the type's strategy (built-in types
+/// in `types`, Events, Leases and custom resources in `kinds`), and the storage layer's own
+/// refusal of a resourceVersion. Nothing the server sets after tracking is owned by anyone.
 pub fn create_locked(
     store: &mut Store,
     target: &Target,
+    tracking: &Tracking,
     mut obj: Value,
 ) -> Result<Arc<Value>, ApiError> {
     let rt = &target.rt;
+    let now = object::now();
     decode(store, rt, &mut obj);
+    let context = fields::context(store, rt);
+    let managed = fields::track(
+        context.as_ref(),
+        target.part,
+        tracking,
+        None,
+        &mut obj,
+        &now,
+    );
     let requested_name = object::name(&obj).to_owned();
-    let mut obj = lifecycle::prepare_create(rt, target.namespace.as_deref(), obj, &object::now())?;
+    let mut obj = lifecycle::prepare_create(rt, target.namespace.as_deref(), obj, &now)?;
     types::admit_create(store, rt, target.key_namespace(), &requested_name)?;
     types::prepare_create(store, rt, &mut obj)?;
-    let obj = kinds::admit_create(store, rt, obj)?;
+    let mut obj = kinds::admit_create(store, rt, obj)?;
+    fields::record(None, &mut obj, managed);
     if !object::resource_version(&obj).is_empty() {
         // Refused by the storage layer, as a plain error (500 without a reason).
         return Err(ApiError::internal_unclassified(
@@ -117,10 +157,14 @@ pub fn create_locked(
 }
 
 /// Updates the target object with the candidate `make_candidate` builds from the live object
-/// (the store lock is held by the caller).
+/// (the store lock is held by the caller). The steps as in [`create_locked`]: decoding, field
+/// tracking (of the candidate over the live object, both as the request's version shows them),
+/// the update checks and admission, the generic merge, the type's strategy; the entries are
+/// stored last, so that a write changing nothing stays a no-op.
 pub fn update_locked(
     store: &mut Store,
     target: &Target,
+    tracking: &Tracking,
     make_candidate: impl FnOnce(&Value) -> Result<Value, ApiError>,
 ) -> Result<Arc<Value>, ApiError> {
     let gr = target.rt.group_resource();
@@ -134,11 +178,22 @@ pub fn update_locked(
     let shown = respond::present(rt, &current);
     let mut candidate = make_candidate(&shown)?;
     decode(store, rt, &mut candidate);
+    let now = object::now();
+    let context = fields::context(store, rt);
+    let managed = fields::track(
+        context.as_ref(),
+        target.part,
+        tracking,
+        Some(&shown),
+        &mut candidate,
+        &now,
+    );
     kinds::check_unconditional_update(rt, &candidate)?;
     types::admit_update(store, rt, target.key_namespace())?;
     let mut result = lifecycle::merge_update(rt, &shown, candidate, target.part)?;
     types::prepare_update(store, rt, &current, &mut result, target.part)?;
-    let result = kinds::admit_update(store, rt, &current, result, target.part)?;
+    let mut result = kinds::admit_update(store, rt, &current, result, target.part)?;
+    fields::record(Some(&current), &mut result, managed);
     Ok(commit(store, rt, &current, result))
 }
 

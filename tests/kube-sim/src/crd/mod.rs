@@ -22,6 +22,7 @@ pub use definition::{prepare, resource_types};
 
 use serde_json::Value;
 
+use crate::fields;
 use crate::object;
 use crate::registry::GroupResource;
 use crate::store::Store;
@@ -53,14 +54,17 @@ pub fn sync(store: &mut Store, crd: &Value, removed: bool) {
     establish(store, crd);
 }
 
-/// Writes the established status of `crd` unless it has it already.
+/// Writes the established status of `crd` unless it has it already, recorded in
+/// `managedFields` as the controllers' write through the status subresource.
 fn establish(store: &mut Store, crd: &Value) {
-    let status = definition::established_status(crd, &crd["status"], &object::now());
+    let now = object::now();
+    let status = definition::established_status(crd, &crd["status"], &now);
     if crd["status"] == status {
         return;
     }
     let mut established = crd.clone();
     established["status"] = status;
+    fields::record_server_status(&crd["status"], &mut established, &now);
     let crds = GroupResource::new("apiextensions.k8s.io", "customresourcedefinitions");
     store.put(&crds, established);
 }

@@ -186,6 +186,7 @@ fn seed_one(
         return;
     };
     decode_defaults(&rt, &mut body);
+    crate::fields::record_server_create(store, &rt, &mut body, now);
     let created = crate::lifecycle::prepare_create(&rt, namespace, body, now)
         .and_then(|mut obj| prepare_create(store, &rt, &mut obj).map(|()| obj));
     match created {
