@@ -213,6 +213,9 @@ fn walk(
             }
             Ok(())
         }
+        (Value::Array(e), Value::Array(a)) if path.ends_with(".managedFields") => {
+            walk_unordered(e, a, bindings, path)
+        }
         (Value::Array(e), Value::Array(a)) => {
             if e.len() != a.len() {
                 return Err(differ(
@@ -239,6 +242,84 @@ fn walk(
             format!("recorded {}, served {}", short(expected), short(actual)),
         )),
     }
+}
+
+/// The entries of a `managedFields` array, compared as a multiset: each recorded entry must
+/// be matched by one served entry, in any order. The real server orders entries by operation,
+/// then time to the second, then manager; where two writes of a replay fall on either side of
+/// a second boundary differently from the recording, `Update` entries come in another order.
+/// That is wall-clock timing, which the recording (its times are `<time>`) cannot pin.
+fn walk_unordered(
+    expected: &[Value],
+    actual: &[Value],
+    bindings: &mut Bindings,
+    path: &str,
+) -> Result<(), Difference> {
+    if expected.len() != actual.len() {
+        return Err(Difference {
+            path: path.to_owned(),
+            what: format!(
+                "{} items recorded, {} served: served {}",
+                expected.len(),
+                actual.len(),
+                short(&Value::Array(actual.to_vec()))
+            ),
+        });
+    }
+    let mut used = vec![false; actual.len()];
+    if assign(expected, actual, &mut used, bindings) {
+        return Ok(());
+    }
+    // No one-to-one match: report the first recorded entry no served entry matches, with its
+    // difference from the served entry at the same place.
+    for (i, entry) in expected.iter().enumerate() {
+        let matched = actual
+            .iter()
+            .any(|served| walk(entry, served, &mut bindings.clone(), &mut String::new()).is_ok());
+        if !matched {
+            let mut at = format!("{path}[{i}]");
+            let detail = walk(entry, &actual[i], &mut bindings.clone(), &mut at)
+                .err()
+                .map_or_else(String::new, |d| format!("; against [{i}]: {d}"));
+            return Err(Difference {
+                path: format!("{path}[{i}]"),
+                what: format!("no served entry matches {}{detail}", short(entry)),
+            });
+        }
+    }
+    Err(Difference {
+        path: path.to_owned(),
+        what: "the entries match, but not one to one".to_owned(),
+    })
+}
+
+/// Matches each of `expected` with a distinct unused entry of `actual` (backtracking over the
+/// few entries a `managedFields` array has), keeping the bindings of the match found.
+fn assign(
+    expected: &[Value],
+    actual: &[Value],
+    used: &mut [bool],
+    bindings: &mut Bindings,
+) -> bool {
+    let Some((first, rest)) = expected.split_first() else {
+        return true;
+    };
+    for j in 0..actual.len() {
+        if used[j] {
+            continue;
+        }
+        let mut trial = bindings.clone();
+        if walk(first, &actual[j], &mut trial, &mut String::new()).is_err() {
+            continue;
+        }
+        used[j] = true;
+        if assign(rest, actual, used, &mut trial) {
+            *bindings = trial;
+            return true;
+        }
+        used[j] = false;
+    }
+    false
 }
 
 /// The binding a placeholder match names: `<kind:n>`, or `<apiserver-port>` (one value per
@@ -399,6 +480,40 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(nested.path, ".a.b[1]");
+    }
+
+    #[test]
+    fn managed_fields_entries_match_in_any_order_one_to_one() {
+        let entry = |manager: &str, rv: &str| {
+            json!({"manager": manager, "operation": "Update", "time": "<time>",
+                "fieldsV1": {"f:metadata": {"f:annotations": {"f:rv": rv}}}})
+        };
+        let served = |manager: &str, rv: &str| {
+            json!({"manager": manager, "operation": "Update", "time": "2026-01-01T00:00:01Z",
+                "fieldsV1": {"f:metadata": {"f:annotations": {"f:rv": rv}}}})
+        };
+        let recorded =
+            json!({"metadata": {"managedFields": [entry("a", "<rv:1>"), entry("b", "<rv:2>")]}});
+        let swapped = json!({"metadata": {"managedFields": [served("b", "9"), served("a", "5")]}});
+        let mut b = Bindings::default();
+        compare(&recorded, &swapped, &mut b).unwrap();
+        assert_eq!(b.substitute("<rv:1> <rv:2>").unwrap(), "5 9");
+        let twice = json!({"metadata": {"managedFields": [served("a", "5"), served("a", "5")]}});
+        let missing = compare(&recorded, &twice, &mut Bindings::default()).unwrap_err();
+        assert_eq!(missing.path, ".metadata.managedFields[1]");
+        assert!(
+            missing.what.contains("no served entry matches"),
+            "{missing}"
+        );
+        let fewer = json!({"metadata": {"managedFields": [served("a", "5")]}});
+        let short = compare(&recorded, &fewer, &mut Bindings::default()).unwrap_err();
+        assert_eq!(short.path, ".metadata.managedFields");
+        let other_lists = compare(&json!({"items": [1, 2]}), &json!({"items": [2, 1]}), &mut b);
+        assert_eq!(
+            other_lists.unwrap_err().path,
+            ".items[0]",
+            "only managedFields is unordered"
+        );
     }
 
     #[test]
