@@ -228,3 +228,46 @@ pub fn manager(
 ) -> Result<String, crate::status::ApiError> {
     options::manager(options, field_manager, force, user_agent)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_status_the_crd_controllers_write_is_kube_apiservers_through_status() {
+        let creator = json!({"manager": "unknown", "operation": "Update",
+            "apiVersion": "apiextensions.k8s.io/v1", "time": "2026-01-01T00:00:00Z",
+            "fieldsType": "FieldsV1", "fieldsV1": {"f:spec": {"f:group": {}}}});
+        let previous = json!({"conditions": null, "acceptedNames": {"plural": "", "kind": ""},
+            "storedVersions": ["v1"]});
+        let mut crd = json!({"apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition",
+            "metadata": {"name": "xs.example.com", "managedFields": [creator.clone()]},
+            "spec": {"group": "example.com"},
+            "status": {"conditions": [{"type": "Established", "status": "True"}],
+                "acceptedNames": {"plural": "xs", "kind": "X"}, "storedVersions": ["v1"]}});
+        let now = "2026-01-01T00:00:01Z";
+        record_server_status(&previous, &mut crd, now);
+        let entries = crd["metadata"]["managedFields"].as_array().unwrap();
+        assert_eq!(entries.len(), 2);
+        assert_eq!(
+            entries[0], creator,
+            "the creator keeps its fields (and, older, comes first)"
+        );
+        assert_eq!(
+            entries[1],
+            json!({"manager": "kube-apiserver", "operation": "Update",
+                "apiVersion": "apiextensions.k8s.io/v1", "time": now, "fieldsType": "FieldsV1",
+                "fieldsV1": {"f:status": {
+                    "f:acceptedNames": {"f:kind": {}, "f:plural": {}},
+                    "f:conditions": {"k:{\"type\":\"Established\"}": {
+                        ".": {}, "f:lastTransitionTime": {}, "f:status": {}, "f:type": {}}}}},
+                "subresource": "status"}),
+            "only what changed (not the storedVersions the strategy set) is the server's"
+        );
+        let unchanged = crd.clone();
+        record_server_status(&unchanged["status"], &mut crd, now);
+        assert_eq!(crd, unchanged, "an unchanged status records nothing");
+    }
+}
