@@ -30,7 +30,16 @@ pub struct Args {
     #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
     pub watch_history: u64,
 
-    /// Seconds between BOOKMARK events on watches that allow them (allowWatchBookmarks=true).
-    #[arg(long, default_value_t = 5.0)]
+    /// Seconds between periodic BOOKMARK events on watches that allow them
+    /// (allowWatchBookmarks=true), as kube-apiserver's watch cache sends them once a minute; one
+    /// also comes 2 s before the watch's timeout. Bookmarks are only sent once the watch cache
+    /// has moved past where the watch started.
+    #[arg(long, default_value_t = 60.0)]
     pub bookmark_interval_seconds: f64,
+
+    /// Seconds between compactions (kube-apiserver's --etcd-compaction-interval): each one
+    /// forgets the states older than the previous one, which lists at an exact resourceVersion
+    /// (and continue tokens) could still read. 0 disables it; POST /_sim/compact compacts now.
+    #[arg(long, default_value_t = 300)]
+    pub compaction_interval_seconds: u64,
 }

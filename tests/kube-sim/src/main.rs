@@ -6,10 +6,17 @@ mod api;
 mod app;
 mod builtin;
 mod cli;
+mod compaction;
 mod crd;
 mod discovery;
+mod empty;
 mod faults;
+mod field_selector;
+mod history;
+mod label_index;
+mod label_syntax;
 mod lifecycle;
+mod listing;
 mod network;
 mod object;
 mod openapi;
@@ -18,6 +25,7 @@ mod selector;
 mod server;
 mod status;
 mod store;
+mod stored;
 
 use std::io::Write;
 use std::time::Duration;
@@ -65,6 +73,10 @@ async fn run(args: cli::Args) -> Result<(), String> {
         history_limit: usize::try_from(args.watch_history).unwrap_or(usize::MAX),
     };
     let app = app::App::new(settings);
+    compaction::spawn(
+        app.clone(),
+        Duration::from_secs(args.compaction_interval_seconds),
+    );
     tokio::select! {
         () = server::serve(listener, app) => Ok(()),
         () = shutdown_signal() => {

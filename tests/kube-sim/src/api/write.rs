@@ -100,7 +100,10 @@ pub fn commit(
     }
     let gr = rt.group_resource();
     if object::is_deleting(&result) && !object::has_finalizers(&result) {
-        return remove(store, rt, &result);
+        // The update's result, at the resourceVersion it was made from, is the answer
+        // (`deleteWithoutFinalizers` returns the object of the request).
+        remove(store, rt, &result);
+        return Arc::new(result);
     }
     let stored = store.put(&gr, result);
     sync_served_types(store, rt, &stored, false);

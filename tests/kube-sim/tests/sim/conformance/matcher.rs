@@ -266,6 +266,32 @@ pub fn short(value: &Value) -> String {
     format!("{cut}...")
 }
 
+/// After a difference: binds what still can be bound where the two values have the same
+/// shape, so later steps that quote those values can still be sent. Never fails.
+pub fn salvage(expected: &Value, actual: &Value, bindings: &mut Bindings) {
+    match (expected, actual) {
+        (Value::String(recorded), _) if PLACEHOLDER.is_match(recorded) => {
+            let mut trial = bindings.clone();
+            if match_text(recorded, actual, &mut trial).is_ok() {
+                *bindings = trial;
+            }
+        }
+        (Value::Object(e), Value::Object(a)) => {
+            for (key, value) in e {
+                if let Some(served) = a.get(key) {
+                    salvage(value, served, bindings);
+                }
+            }
+        }
+        (Value::Array(e), Value::Array(a)) => {
+            for (ev, av) in e.iter().zip(a) {
+                salvage(ev, av, bindings);
+            }
+        }
+        _ => {}
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -331,31 +357,5 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(nested.path, ".a.b[1]");
-    }
-}
-
-/// After a difference: binds what still can be bound where the two values have the same
-/// shape, so later steps that quote those values can still be sent. Never fails.
-pub fn salvage(expected: &Value, actual: &Value, bindings: &mut Bindings) {
-    match (expected, actual) {
-        (Value::String(recorded), _) if PLACEHOLDER.is_match(recorded) => {
-            let mut trial = bindings.clone();
-            if match_text(recorded, actual, &mut trial).is_ok() {
-                *bindings = trial;
-            }
-        }
-        (Value::Object(e), Value::Object(a)) => {
-            for (key, value) in e {
-                if let Some(served) = a.get(key) {
-                    salvage(value, served, bindings);
-                }
-            }
-        }
-        (Value::Array(e), Value::Array(a)) => {
-            for (ev, av) in e.iter().zip(a) {
-                salvage(ev, av, bindings);
-            }
-        }
-        _ => {}
     }
 }

@@ -265,11 +265,11 @@ async fn replay(transcript: &Transcript) -> Vec<Outcome> {
         }
         outcomes.push(outcome);
     }
-    if let Err(why) = bindings.check_order() {
-        if let Some(last) = outcomes.last_mut() {
-            last.difference
-                .get_or_insert(format!("resourceVersion order: {why}"));
-        }
+    if let Err(why) = bindings.check_order()
+        && let Some(last) = outcomes.last_mut()
+    {
+        last.difference
+            .get_or_insert(format!("resourceVersion order: {why}"));
     }
     outcomes
 }
