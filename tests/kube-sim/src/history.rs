@@ -143,6 +143,11 @@ impl History {
             .collect())
     }
 
+    /// The resourceVersion of the latest change, if any is remembered.
+    pub fn latest(&self) -> Option<u64> {
+        self.log.back().map(|c| c.resource_version)
+    }
+
     /// `objects` (the current state) with every change after `rv` undone: the state at `rv`.
     /// The caller makes sure no change after `rv` was forgotten.
     pub fn state_at(

@@ -211,6 +211,10 @@ impl Store {
         if rv < self.compacted || rv < store.history.start() {
             return Err(SnapshotError::Compacted);
         }
+        if store.history.latest().is_none_or(|latest| latest <= rv) {
+            // Nothing changed since: the current state is the state at `rv`.
+            return Ok(listing::page(&store.objects, Some(&store.labels), query));
+        }
         let state = store.history.state_at(&store.objects, rv);
         Ok(listing::page(&state, None, query))
     }
