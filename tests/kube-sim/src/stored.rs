@@ -61,6 +61,10 @@ impl ObjectKey {
 
 impl Ord for ObjectKey {
     fn cmp(&self, other: &Self) -> Ordering {
+        // Most comparisons are within one namespace: compare the names directly.
+        if self.namespace == other.namespace {
+            return self.name.cmp(&other.name);
+        }
         self.ordered_bytes().cmp(other.ordered_bytes())
     }
 }

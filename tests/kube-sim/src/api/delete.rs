@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 
 use super::body;
 use super::list::{self, Refusal};
-use super::list_options::ListOptions;
+use super::list_options::{Cause, ListOptions, invalid};
 use super::params::Params;
 use super::respond;
 use super::selection::Selection;
@@ -41,8 +41,13 @@ enum Deletion {
     Pending(std::sync::Arc<Value>),
 }
 
-pub fn delete(app: &App, target: &Target, body: &[u8]) -> Result<Response, ApiError> {
-    let options = delete_options(body)?;
+pub fn delete(
+    app: &App,
+    target: &Target,
+    params: &Params,
+    body: &[u8],
+) -> Result<Response, ApiError> {
+    let options = delete_options(body, params)?;
     let gr = target.rt.group_resource();
     let name = target.name_or_empty();
     let mut store = app.write();
@@ -74,7 +79,7 @@ pub fn delete_collection(
     params: &Params,
     body: &[u8],
 ) -> Result<Response, ApiError> {
-    delete_options(body)?;
+    delete_options(body, params)?;
     let selection = Selection::from_request(app, target, params)?;
     let options = ListOptions::from_params(params)?;
     let listed = match list::read(app, target, &options, &selection) {
@@ -120,12 +125,45 @@ fn delete_locked(
     Deletion::Pending(write::commit(store, rt, current, marked))
 }
 
-/// The DeleteOptions body (empty means none).
-fn delete_options(body: &[u8]) -> Result<Value, ApiError> {
-    if body.iter().all(u8::is_ascii_whitespace) {
-        return Ok(Value::Null);
+/// The request's `DeleteOptions`: its body, or without one its query parameters; validated
+/// as `ValidateDeleteOptions` does (422 `DeleteOptions.meta.k8s.io "" is invalid`).
+fn delete_options(body: &[u8], params: &Params) -> Result<Value, ApiError> {
+    let options = if body.iter().all(u8::is_ascii_whitespace) {
+        let mut options = json!({});
+        if let Some(policy) = params.get("propagationPolicy") {
+            options["propagationPolicy"] = json!(policy);
+        }
+        if let Some(orphan) = params.get("orphanDependents") {
+            options["orphanDependents"] = json!(super::list_options::go_bool(orphan));
+        }
+        options
+    } else {
+        body::decode_json(body)?
+    };
+    let policy = options["propagationPolicy"].as_str();
+    let mut causes = Vec::new();
+    if let Some(policy) = policy {
+        if !options["orphanDependents"].is_null() {
+            causes.push(Cause::invalid(
+                "propagationPolicy",
+                policy,
+                "orphanDependents and deletionPropagation cannot be both set",
+            ));
+        }
+        if !matches!(policy, "Foreground" | "Background" | "Orphan") {
+            let supported = ["Foreground", "Background", "Orphan", "nil"];
+            causes.push(Cause::not_supported(
+                "propagationPolicy",
+                policy,
+                &supported,
+            ));
+        }
     }
-    body::decode_json(body)
+    if causes.is_empty() {
+        Ok(options)
+    } else {
+        Err(invalid("DeleteOptions", &causes))
+    }
 }
 
 /// `preconditions.uid` and `preconditions.resourceVersion`, when given, must be the object's
@@ -216,6 +254,32 @@ mod tests {
         let matching = json!({"preconditions": {"uid": "u-1", "resourceVersion": "5"}});
         assert!(check_preconditions(&slices(), &current, &matching).is_ok());
         assert!(check_preconditions(&slices(), &current, &Value::Null).is_ok());
+    }
+
+    #[test]
+    fn delete_options_come_from_the_body_or_the_query_and_are_validated() {
+        let params = |q: &str| {
+            let uri: axum::http::Uri = format!("/x?{q}").parse().unwrap();
+            Params::from_uri(&uri).unwrap()
+        };
+        let none = params("");
+        assert_eq!(delete_options(b"", &none).unwrap(), json!({}));
+        assert_eq!(
+            delete_options(b"{\"propagationPolicy\":\"Orphan\"}", &none).unwrap()["propagationPolicy"],
+            "Orphan"
+        );
+        let bogus = delete_options(b"", &params("propagationPolicy=Bogus")).unwrap_err();
+        assert_eq!(bogus.code, 422);
+        assert_eq!(
+            bogus.message,
+            "DeleteOptions.meta.k8s.io \"\" is invalid: propagationPolicy: Unsupported value: \"Bogus\": supported values: \"Foreground\", \"Background\", \"Orphan\", \"nil\""
+        );
+        let both = delete_options(
+            b"{\"propagationPolicy\":\"Orphan\",\"orphanDependents\":true}",
+            &none,
+        )
+        .unwrap_err();
+        assert!(both.message.ends_with("propagationPolicy: Invalid value: \"Orphan\": orphanDependents and deletionPropagation cannot be both set"));
     }
 
     #[test]

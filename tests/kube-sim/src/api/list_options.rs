@@ -196,6 +196,14 @@ impl Cause {
         }
     }
 
+    pub fn invalid(field: &str, value: &str, detail: &str) -> Self {
+        Self {
+            reason: "FieldValueInvalid",
+            body: format!("Invalid value: {}: {detail}", go_quote(value)),
+            field: field.to_owned(),
+        }
+    }
+
     pub fn not_supported(field: &str, value: &str, supported: &[&str]) -> Self {
         let supported: Vec<String> = supported.iter().map(|s| go_quote(s)).collect();
         Self {

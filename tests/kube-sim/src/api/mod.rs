@@ -146,7 +146,7 @@ fn serve_resource(
         Verb::Create => write::create(app, &target, headers, &body),
         Verb::Update => write::update(app, &target, headers, &body),
         Verb::Patch => patch::patch(app, &target, params, headers, &body),
-        Verb::Delete => delete::delete(app, &target, &body),
+        Verb::Delete => delete::delete(app, &target, params, &body),
         Verb::DeleteCollection => delete::delete_collection(app, &target, params, &body),
     }
 }
