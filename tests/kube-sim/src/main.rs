@@ -14,6 +14,7 @@ mod faults;
 mod field_selector;
 mod history;
 mod label_index;
+mod label_lexer;
 mod label_syntax;
 mod lifecycle;
 mod listing;

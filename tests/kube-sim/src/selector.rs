@@ -1,12 +1,12 @@
 //! Label selectors, parsed and matched as apimachinery's `labels.Parse` does: its lexer
-//! (identifiers, `in`/`notin` keywords, `!`, `=`, `==`, `!=`, `>`, `<`, `(`, `)`, `,`), its
-//! recursive-descent parser with the same error messages (`unable to parse requirement:
+//! ([`crate::label_lexer`]), its recursive-descent parser with the same error messages (`unable to parse requirement:
 //! found '', expected: ',' or ')'`), and `NewRequirement`'s validation of keys and values
 //! (see [`crate::label_syntax`]).
 //!
 //! Label selectors are evaluated against an object's [`Labels`], which the store extracts
 //! once per write.
 
+use crate::label_lexer::{Token, scan};
 use crate::label_syntax::{self, FieldError};
 use crate::object::Labels;
 use crate::status::ApiError;
@@ -118,91 +118,6 @@ impl Requirement {
                 let all: Vec<String> = errors.iter().map(ToString::to_string).collect();
                 Err(format!("[{}]", all.join(", ")))
             }
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Token {
-    EndOfString,
-    ClosedPar,
-    Comma,
-    DoesNotExist,
-    DoubleEquals,
-    Equals,
-    GreaterThan,
-    Identifier,
-    In,
-    LessThan,
-    NotEquals,
-    NotIn,
-    OpenPar,
-}
-
-fn keyword(text: &str) -> Option<Token> {
-    Some(match text {
-        ")" => Token::ClosedPar,
-        "," => Token::Comma,
-        "!" => Token::DoesNotExist,
-        "==" => Token::DoubleEquals,
-        "=" => Token::Equals,
-        ">" => Token::GreaterThan,
-        "in" => Token::In,
-        "<" => Token::LessThan,
-        "!=" => Token::NotEquals,
-        "notin" => Token::NotIn,
-        "(" => Token::OpenPar,
-        _ => return None,
-    })
-}
-
-fn is_special(c: u8) -> bool {
-    matches!(c, b'=' | b'!' | b'(' | b')' | b',' | b'>' | b'<')
-}
-
-fn is_whitespace(c: u8) -> bool {
-    matches!(c, b' ' | b'\t' | b'\r' | b'\n')
-}
-
-/// The lexer's tokens of `text`, ending with EndOfString.
-fn scan(text: &str) -> Vec<(Token, String)> {
-    let bytes = text.as_bytes();
-    let mut tokens = Vec::new();
-    let mut pos = 0;
-    loop {
-        while pos < bytes.len() && is_whitespace(bytes[pos]) {
-            pos += 1;
-        }
-        if pos >= bytes.len() {
-            tokens.push((Token::EndOfString, String::new()));
-            return tokens;
-        }
-        let start = pos;
-        if is_special(bytes[pos]) {
-            // The longest run of special symbols that is still a token.
-            let mut end = pos + 1;
-            while end < bytes.len()
-                && is_special(bytes[end])
-                && keyword(&text[start..=end]).is_some()
-            {
-                end += 1;
-            }
-            let literal = &text[start..end];
-            tokens.push((
-                keyword(literal).unwrap_or(Token::Identifier),
-                literal.to_owned(),
-            ));
-            pos = end;
-        } else {
-            while pos < bytes.len() && !is_special(bytes[pos]) && !is_whitespace(bytes[pos]) {
-                pos += 1;
-            }
-            let literal = String::from_utf8_lossy(&bytes[start..pos]).into_owned();
-            let token = match keyword(&literal) {
-                Some(t @ (Token::In | Token::NotIn)) => t,
-                _ => Token::Identifier,
-            };
-            tokens.push((token, literal));
         }
     }
 }
