@@ -26,9 +26,11 @@ pub struct Args {
     pub name: String,
 
     /// Watch events remembered per resource, for watches resuming from a resourceVersion; a
-    /// watch from an older resourceVersion gets a 410 Expired ERROR event.
-    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
-    pub watch_history: u64,
+    /// watch from an older resourceVersion gets a 410 Expired ERROR event. Without this flag the
+    /// window is sized like kube-apiserver's watch cache: 100 to 102,400 events, keeping at
+    /// least the last 75 seconds' when it can.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub watch_history: Option<u64>,
 
     /// Seconds between periodic BOOKMARK events on watches that allow them
     /// (allowWatchBookmarks=true), as kube-apiserver's watch cache sends them once a minute; one

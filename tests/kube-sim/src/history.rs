@@ -1,8 +1,8 @@
 //! The changes of one resource the server remembers, for two readers:
 //!
 //! - **watches** resuming from a resourceVersion replay the events of the watch cache's
-//!   window (the last `window` changes, as kube-apiserver's `watchCache` ring buffer keeps
-//!   them). A watch from before the window gets `too old resource version: R (OLDEST)`
+//!   window (the newest changes, as many as kube-apiserver's `watchCache` ring buffer keeps:
+//!   [`crate::watch_window`]). A watch from before the window gets `too old resource version: R (OLDEST)`
 //!   exactly as `watchCache.getAllEventsSinceLocked` words it: OLDEST is one less than the
 //!   oldest event still held, or the resourceVersion the cache started at while nothing was
 //!   dropped yet.
@@ -16,8 +16,10 @@
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
+use std::time::Instant;
 
 use crate::stored::{ObjectKey, Stored};
+use crate::watch_window::{Window, WindowPolicy};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EventType {
@@ -46,6 +48,8 @@ pub struct Change {
     pub object: Stored,
     /// The object before the change (None for a creation), with its own resourceVersion.
     pub previous: Option<Stored>,
+    /// When the change was made (the watch window keeps young events).
+    pub recorded_at: Instant,
 }
 
 /// Why a watch cannot resume from a resourceVersion: `requested` is older than `oldest`, the
@@ -69,23 +73,20 @@ impl TooOld {
 /// The remembered changes of one resource.
 #[derive(Debug)]
 pub struct History {
-    /// Every change after the last compaction, and at least the last `window` changes.
+    /// Every change after the last compaction, and at least those in the window.
     log: VecDeque<Arc<Change>>,
-    /// How many of the latest changes watches can resume from.
-    window: usize,
+    /// The newest changes watches can resume from.
+    window: Window,
     /// The resourceVersion the resource's cache started at (nothing before it is known).
     start: u64,
-    /// Whether a change has left the window since the start.
-    evicted: bool,
 }
 
 impl History {
-    pub fn new(start: u64, window: usize) -> Self {
+    pub fn new(start: u64, window: WindowPolicy) -> Self {
         Self {
             log: VecDeque::new(),
-            window: window.max(1),
+            window: Window::new(window),
             start,
-            evicted: false,
         }
     }
 
@@ -96,16 +97,16 @@ impl History {
 
     /// Remembers `change`; forgets what neither the window nor an uncompacted revision needs.
     pub fn record(&mut self, change: Arc<Change>, compacted: u64) {
+        let log = &self.log;
+        self.window
+            .admit(change.recorded_at, |k| log[log.len() - k].recorded_at);
         self.log.push_back(change);
-        if self.log.len() > self.window {
-            self.evicted = true;
-        }
         self.compact(compacted);
     }
 
     /// Forgets the changes outside the window at or before revision `compacted`.
     pub fn compact(&mut self, compacted: u64) {
-        while self.log.len() > self.window
+        while self.log.len() > self.window.len()
             && self
                 .log
                 .front()
@@ -116,13 +117,13 @@ impl History {
     }
 
     fn window_start(&self) -> usize {
-        self.log.len().saturating_sub(self.window)
+        self.log.len().saturating_sub(self.window.len())
     }
 
     /// The oldest resourceVersion a watch can resume from.
     fn oldest(&self) -> u64 {
         match self.log.get(self.window_start()) {
-            Some(first) if self.evicted => first.resource_version - 1,
+            Some(first) if self.window.evicted() => first.resource_version - 1,
             _ => self.start,
         }
     }
@@ -191,6 +192,7 @@ mod tests {
             event_type,
             object: stored(name, rv),
             previous: previous.map(|p| stored(name, p)),
+            recorded_at: Instant::now(),
         })
     }
 
@@ -200,7 +202,7 @@ mod tests {
 
     #[test]
     fn resuming_before_the_window_is_too_old_with_the_cache_wording() {
-        let mut history = History::new(10, 2);
+        let mut history = History::new(10, WindowPolicy::Fixed(2));
         history.record(change(11, EventType::Added, "a", None), 0);
         // Nothing dropped yet: anything from the start on resumes.
         assert_eq!(rvs(&history.events_since(10).unwrap()), vec![11]);
@@ -217,7 +219,7 @@ mod tests {
 
     #[test]
     fn uncompacted_changes_outlive_the_window_for_snapshots() {
-        let mut history = History::new(0, 1);
+        let mut history = History::new(0, WindowPolicy::Fixed(1));
         history.record(change(1, EventType::Added, "a", None), 0);
         history.record(change(2, EventType::Added, "b", None), 0);
         history.record(change(3, EventType::Modified, "a", Some(1)), 0);

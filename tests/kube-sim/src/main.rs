@@ -27,6 +27,7 @@ mod server;
 mod status;
 mod store;
 mod stored;
+mod watch_window;
 
 use std::io::Write;
 use std::time::Duration;
@@ -71,7 +72,9 @@ async fn run(args: cli::Args) -> Result<(), String> {
         token: args.token,
         server_address: address.to_string(),
         bookmark_interval,
-        history_limit: usize::try_from(args.watch_history).unwrap_or(usize::MAX),
+        history_limit: args
+            .watch_history
+            .map_or(0, |n| usize::try_from(n).unwrap_or(usize::MAX)),
     };
     let app = app::App::new(settings);
     compaction::spawn(

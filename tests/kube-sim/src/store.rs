@@ -27,6 +27,7 @@ use crate::object;
 use crate::registry::{GroupResource, Registry};
 use crate::selector::LabelSelector;
 use crate::stored::{ObjectKey, Stored};
+use crate::watch_window::WindowPolicy;
 
 /// Capacity of each resource's broadcast channel; a watch that falls further behind is ended
 /// and resumes from the history.
@@ -55,7 +56,7 @@ struct ResourceStore {
 }
 
 impl ResourceStore {
-    fn new(start: u64, window: usize) -> Self {
+    fn new(start: u64, window: WindowPolicy) -> Self {
         Self {
             objects: BTreeMap::new(),
             labels: LabelIndex::default(),
@@ -95,17 +96,18 @@ pub struct Store {
     resource_version: u64,
     /// The revision of the last compaction: older states cannot be read.
     compacted: u64,
-    history_limit: usize,
+    window: WindowPolicy,
     resources: HashMap<GroupResource, ResourceStore>,
 }
 
 impl Store {
+    /// A store whose watch windows hold `history_limit` events (0: sized like the apiserver's).
     pub fn new(registry: Registry, history_limit: usize) -> Self {
         let mut store = Self {
             registry,
             resource_version: 0,
             compacted: 0,
-            history_limit: history_limit.max(1),
+            window: WindowPolicy::from_events(history_limit),
             resources: HashMap::new(),
         };
         store.serve_registry();
@@ -131,7 +133,7 @@ impl Store {
 
     /// Starts storing `resource` if it is not stored yet.
     pub fn ensure_resource(&mut self, resource: &GroupResource) {
-        let (start, window) = (self.resource_version, self.history_limit);
+        let (start, window) = (self.resource_version, self.window);
         self.resources
             .entry(resource.clone())
             .or_insert_with(|| ResourceStore::new(start, window));
@@ -240,6 +242,7 @@ impl Store {
             event_type,
             object: stored,
             previous,
+            recorded_at: std::time::Instant::now(),
         };
         self.record(resource, change);
         obj
@@ -264,6 +267,7 @@ impl Store {
             event_type: EventType::Deleted,
             object: Stored::new(last),
             previous: Some(removed),
+            recorded_at: std::time::Instant::now(),
         };
         let last = change.object.value.clone();
         self.record(resource, change);

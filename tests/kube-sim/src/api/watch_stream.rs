@@ -327,6 +327,7 @@ mod tests {
             event_type,
             object,
             previous,
+            recorded_at: std::time::Instant::now(),
         }
     }
 
