@@ -70,7 +70,15 @@ async fn serve(
     if method != Method::GET {
         return Err(ApiError::method_not_allowed());
     }
-    document(app, route).map(|doc| respond::json_response(StatusCode::OK, &doc))
+    let group = match &route {
+        Route::Group(group) | Route::ResourceList { group, .. } => Some(group.clone()),
+        _ => None,
+    };
+    match document(app, route) {
+        Ok(doc) => Ok(respond::json_response(StatusCode::OK, &doc)),
+        Err(error) if group.is_some_and(|g| is_built_in_group(app, &g)) => Err(error),
+        Err(_) => Ok(respond::page_not_found()),
+    }
 }
 
 /// Whether `group` is one of the apiserver's own groups, whose handler answers unknown

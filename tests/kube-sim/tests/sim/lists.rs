@@ -125,6 +125,19 @@ async fn unserved_groups_get_the_plain_text_404() {
         Some("text/plain; charset=utf-8")
     );
     assert_eq!(unknown.body, "404 page not found\n");
+    for unserved in [
+        "/apis/nope.example.com",
+        "/apis/nope.example.com/v1",
+        "/nope",
+    ] {
+        let reply = sim.get(unserved).await;
+        assert_eq!(
+            (reply.status, reply.body.as_str()),
+            (404, "404 page not found\n")
+        );
+    }
+    let version = sim.get("/apis/discovery.k8s.io/v1beta1").await;
+    assert_eq!(version.json()["reason"], "NotFound");
     let resource = sim.get("/apis/discovery.k8s.io/v1/namespaces/x/foos").await;
     assert_eq!(resource.status, 404);
     assert_eq!(
