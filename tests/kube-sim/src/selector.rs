@@ -1,7 +1,7 @@
 //! Label selectors, parsed and matched as apimachinery's `labels.Parse` does: its lexer
-//! ([`crate::label_lexer`]), its recursive-descent parser with the same error messages (`unable to parse requirement:
-//! found '', expected: ',' or ')'`), and `NewRequirement`'s validation of keys and values
-//! (see [`crate::label_syntax`]).
+//! ([`crate::label_lexer`]), its recursive-descent parser with the same error messages
+//! (`unable to parse requirement: found '', expected: ',' or ')'`), and `NewRequirement`'s
+//! validation of keys and values (see [`crate::label_syntax`]).
 //!
 //! Label selectors are evaluated against an object's [`Labels`], which the store extracts
 //! once per write.

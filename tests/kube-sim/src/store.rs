@@ -20,6 +20,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use serde_json::{Value, json};
 use tokio::sync::broadcast;
 
+use crate::field_selector::FieldSelector;
 use crate::history::{Change, EventType, History, TooOld};
 use crate::label_index::LabelIndex;
 use crate::listing::{self, Page, Query};
@@ -177,7 +178,7 @@ impl Store {
         namespace: Option<&str>,
         selector: &LabelSelector,
     ) -> Vec<Stored> {
-        let fields = crate::field_selector::FieldSelector::default();
+        let fields = FieldSelector::default();
         let query = Query {
             namespace,
             labels: selector,

@@ -13,6 +13,8 @@
 //! - deletecollection lists the collection (a consistent read with the request's selectors),
 //!   deletes each object so, and answers the list as it was read.
 
+use std::sync::Arc;
+
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
@@ -36,9 +38,9 @@ use crate::stored::Stored;
 /// What deleting an object did.
 enum Deletion {
     /// Removed now; its last state (at the deletion's resourceVersion).
-    Removed(std::sync::Arc<Value>),
+    Removed(Arc<Value>),
     /// Marked for deletion (or already marked), waiting for its finalizers.
-    Pending(std::sync::Arc<Value>),
+    Pending(Arc<Value>),
 }
 
 pub fn delete(
@@ -110,11 +112,7 @@ fn delete_listed(store: &mut Store, rt: &ResourceType, listed: &Stored) {
     }
 }
 
-fn delete_locked(
-    store: &mut Store,
-    rt: &ResourceType,
-    current: &std::sync::Arc<Value>,
-) -> Deletion {
+fn delete_locked(store: &mut Store, rt: &ResourceType, current: &Arc<Value>) -> Deletion {
     if !object::has_finalizers(current) {
         return Deletion::Removed(write::remove(store, rt, current));
     }
@@ -220,7 +218,7 @@ mod tests {
     use crate::builtin;
     use crate::registry::Registry;
 
-    fn slices() -> std::sync::Arc<ResourceType> {
+    fn slices() -> Arc<ResourceType> {
         Registry::with_types(builtin::builtin_types())
             .lookup("discovery.k8s.io", "v1", "endpointslices")
             .unwrap()

@@ -27,6 +27,7 @@ use super::table;
 use super::target::Target;
 use crate::app::App;
 use crate::listing::{Page, Query};
+use crate::registry::GroupResource;
 use crate::status::ApiError;
 use crate::store::{SnapshotError, Store};
 use crate::stored::ObjectKey;
@@ -163,54 +164,31 @@ fn snapshot_error(error: SnapshotError) -> ApiError {
 }
 
 /// [`wait_for_cache`] for reads that answer its failure directly.
-pub fn fresh_cache(
-    store: &Store,
-    gr: &crate::registry::GroupResource,
-    at_least: u64,
-) -> Result<u64, ApiError> {
+pub fn fresh_cache(store: &Store, gr: &GroupResource, at_least: u64) -> Result<u64, ApiError> {
     wait_for_cache(store, gr, at_least).map_err(snapshot_error)
 }
 
 fn read_from(
     store: &Store,
-    gr: &crate::registry::GroupResource,
+    gr: &GroupResource,
     query: &Query<'_>,
     source: Source,
 ) -> Result<Listed, SnapshotError> {
-    match source {
-        Source::Consistent => {
-            let rv = store.sync_cache(gr);
-            let page = store.page(gr, query, None)?;
-            Ok(Listed {
-                page,
-                resource_version: rv,
-            })
-        }
-        Source::Cache { at_least } => {
-            let rv = wait_for_cache(store, gr, at_least)?;
-            let page = store.page(gr, query, None)?;
-            Ok(Listed {
-                page,
-                resource_version: rv,
-            })
-        }
-        Source::Exact(rv) => {
-            let page = store.page(gr, query, Some(rv))?;
-            Ok(Listed {
-                page,
-                resource_version: rv,
-            })
-        }
-    }
+    let (resource_version, at) = match source {
+        Source::Consistent => (store.sync_cache(gr), None),
+        Source::Cache { at_least } => (wait_for_cache(store, gr, at_least)?, None),
+        Source::Exact(rv) => (rv, Some(rv)),
+    };
+    let page = store.page(gr, query, at)?;
+    Ok(Listed {
+        page,
+        resource_version,
+    })
 }
 
 /// The cache's resourceVersion once it is at least `at_least` (a newer revision than the
 /// cache's makes it ask etcd for progress); a revision not written yet is too large.
-fn wait_for_cache(
-    store: &Store,
-    gr: &crate::registry::GroupResource,
-    at_least: u64,
-) -> Result<u64, SnapshotError> {
+fn wait_for_cache(store: &Store, gr: &GroupResource, at_least: u64) -> Result<u64, SnapshotError> {
     let cached = store.cache_resource_version(gr);
     if at_least <= cached {
         return Ok(cached);

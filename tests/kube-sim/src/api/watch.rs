@@ -28,6 +28,7 @@ use super::target::Target;
 use super::watch_stream::{BUFFERED_EVENTS, Chunk, Filter, WatchStream};
 use crate::app::App;
 use crate::history::{Change, TooOld};
+use crate::registry::GroupResource;
 use crate::status::ApiError;
 use crate::store::Store;
 use crate::stored::Stored;
@@ -149,7 +150,7 @@ fn opening(
     }
 }
 
-fn resume(store: &Store, gr: &crate::registry::GroupResource, since: u64) -> Opening {
+fn resume(store: &Store, gr: &GroupResource, since: u64) -> Opening {
     match store.changes_since(gr, since) {
         Ok(changes) => Opening::Resume { since, changes },
         Err(too_old) => too_old.into(),
