@@ -1,5 +1,5 @@
 //! The `/_sim/` admin API tests use to steer the server: fault injection, ending watches,
-//! simulated unreachability, a state dump and a reset. Never needs a token, never faulted.
+//! simulated unreachability, compaction, a state dump and a reset. Never needs a token, never faulted.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -27,6 +27,7 @@ pub fn router() -> Router<Arc<App>> {
         .route("/unreachable", post(set_unreachable).get(unreachable_state))
         .route("/state", get(state))
         .route("/reset", post(reset))
+        .route("/compact", post(compact))
         .fallback(|| async {
             answer(
                 StatusCode::NOT_FOUND,
@@ -110,11 +111,22 @@ async fn state(State(app): State<Arc<App>>) -> Response {
     let store = app.read();
     let body = json!({
         "resourceVersion": store.resource_version().to_string(),
+        "compactedRevision": store.compacted_revision().to_string(),
         "openWatches": app.network.open_watches(),
         "unreachable": app.network.is_unreachable(),
         "resources": store.dump(),
     });
     answer(StatusCode::OK, body)
+}
+
+/// Compacts at the current revision, as an etcd compaction would: lists at an older exact
+/// resourceVersion (and continue tokens into one) then get 410 Expired.
+async fn compact(State(app): State<Arc<App>>) -> Response {
+    let mut store = app.write();
+    let current = store.resource_version();
+    let compacted = store.compact(current);
+    tracing::info!(compacted, "compacted");
+    answer(StatusCode::OK, json!({"compacted": compacted.to_string()}))
 }
 
 async fn reset(State(app): State<Arc<App>>) -> Response {

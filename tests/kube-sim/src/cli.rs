@@ -26,11 +26,22 @@ pub struct Args {
     pub name: String,
 
     /// Watch events remembered per resource, for watches resuming from a resourceVersion; a
-    /// watch from an older resourceVersion gets a 410 Expired ERROR event.
-    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
-    pub watch_history: u64,
+    /// watch from an older resourceVersion gets a 410 Expired ERROR event. Without this flag the
+    /// window is sized like kube-apiserver's watch cache: 100 to 102,400 events, keeping at
+    /// least the last 75 seconds' when it can.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    pub watch_history: Option<u64>,
 
-    /// Seconds between BOOKMARK events on watches that allow them (allowWatchBookmarks=true).
-    #[arg(long, default_value_t = 5.0)]
+    /// Seconds between periodic BOOKMARK events on watches that allow them
+    /// (allowWatchBookmarks=true), as kube-apiserver's watch cache sends them once a minute; one
+    /// also comes 2 s before the watch's timeout. Bookmarks are only sent once the watch cache
+    /// has moved past where the watch started.
+    #[arg(long, default_value_t = 60.0)]
     pub bookmark_interval_seconds: f64,
+
+    /// Seconds between compactions (kube-apiserver's --etcd-compaction-interval): each one
+    /// forgets the states older than the previous one, which lists at an exact resourceVersion
+    /// (and continue tokens) could still read. 0 disables it; POST /_sim/compact compacts now.
+    #[arg(long, default_value_t = 300)]
+    pub compaction_interval_seconds: u64,
 }

@@ -6,13 +6,21 @@ mod api;
 mod app;
 mod builtin;
 mod cli;
+mod compaction;
 mod crd;
 mod discovery;
+mod empty;
 mod faults;
+mod field_selector;
 mod fields;
 mod gojson;
+mod history;
 mod kinds;
+mod label_index;
+mod label_lexer;
+mod label_syntax;
 mod lifecycle;
+mod listing;
 mod network;
 mod object;
 mod openapi;
@@ -21,9 +29,11 @@ mod selector;
 mod server;
 mod status;
 mod store;
+mod stored;
 mod strategic;
 mod types;
 mod warning;
+mod watch_window;
 
 use std::io::Write;
 use std::time::Duration;
@@ -68,9 +78,15 @@ async fn run(args: cli::Args) -> Result<(), String> {
         token: args.token,
         server_address: address.to_string(),
         bookmark_interval,
-        history_limit: usize::try_from(args.watch_history).unwrap_or(usize::MAX),
+        history_limit: args
+            .watch_history
+            .map_or(0, |n| usize::try_from(n).unwrap_or(usize::MAX)),
     };
     let app = app::App::new(settings);
+    compaction::spawn(
+        app.clone(),
+        Duration::from_secs(args.compaction_interval_seconds),
+    );
     tokio::select! {
         () = server::serve(listener, app) => Ok(()),
         () = shutdown_signal() => {

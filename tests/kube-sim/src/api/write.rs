@@ -212,6 +212,8 @@ pub fn commit(
     }
     let gr = rt.group_resource();
     if object::is_deleting(&result) && !types::held_by_finalizers(rt, &result) {
+        // The update's result, at the resourceVersion it was made from, is the answer
+        // (`deleteWithoutFinalizers` returns the object of the request).
         remove(store, rt, &result);
         return Arc::new(result);
     }

@@ -123,12 +123,23 @@ async fn list_filters_by_label_and_field_selectors() {
         .list(&ListParams::default().limit(1))
         .await
         .unwrap();
-    assert_eq!(
-        paged.items.len(),
-        3,
-        "limit is ignored: one page holds everything"
-    );
-    assert!(paged.metadata.resource_version.is_some());
+    assert_eq!(names(paged.clone()), vec!["api"]);
+    assert_eq!(paged.metadata.remaining_item_count, Some(2));
+    let mut pages = vec![names(paged.clone())];
+    let mut token = paged.metadata.continue_;
+    while let Some(next) = token.filter(|t| !t.is_empty()) {
+        let page = services
+            .list(&ListParams::default().limit(1).continue_token(&next))
+            .await
+            .unwrap();
+        assert_eq!(
+            page.metadata.resource_version, paged.metadata.resource_version,
+            "every page shows the first page's state"
+        );
+        token = page.metadata.continue_.clone();
+        pages.push(names(page));
+    }
+    assert_eq!(pages, vec![vec!["api"], vec!["db"], vec!["web"]]);
 }
 
 #[tokio::test]
@@ -252,7 +263,26 @@ async fn delete_with_finalizers_waits_until_they_are_removed() {
 #[tokio::test]
 async fn delete_without_finalizers_removes_at_once_and_missing_objects_are_not_found() {
     let sim = Sim::start().await;
-    let services: Api<Service> = Api::namespaced(sim.client().await, "default");
+    let client = sim.client().await;
+    let slices: Api<EndpointSlice> = Api::namespaced(client.clone(), "default");
+    slices
+        .create(&PostParams::default(), &endpoint_slice("web-1", "web"))
+        .await
+        .unwrap();
+    let deleted = slices
+        .delete("web-1", &DeleteParams::default())
+        .await
+        .unwrap();
+    let status = deleted
+        .right()
+        .expect("an EndpointSlice deletion answers with a Status");
+    assert_eq!(status.details.unwrap().name, "web-1");
+    assert!(slices.get_opt("web-1").await.unwrap().is_none());
+    let status = api_error(slices.delete("web-1", &DeleteParams::default()).await);
+    assert_eq!(status.code, 404);
+
+    // The Service registry returns the deleted object instead (ReturnDeletedObject).
+    let services: Api<Service> = Api::namespaced(client, "default");
     services
         .create(&PostParams::default(), &service("web", json!({})))
         .await
@@ -261,13 +291,14 @@ async fn delete_without_finalizers_removes_at_once_and_missing_objects_are_not_f
         .delete("web", &DeleteParams::default())
         .await
         .unwrap();
-    let status = deleted
-        .right()
-        .expect("immediate deletion answers with a Status");
-    assert_eq!(status.details.unwrap().name, "web");
+    let last = deleted
+        .left()
+        .expect("a Service deletion answers with the object");
+    assert!(
+        last.metadata.deletion_timestamp.is_none(),
+        "removed, not pending"
+    );
     assert!(services.get_opt("web").await.unwrap().is_none());
-    let status = api_error(services.delete("web", &DeleteParams::default()).await);
-    assert_eq!(status.code, 404);
 }
 
 #[tokio::test]

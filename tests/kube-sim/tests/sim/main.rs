@@ -7,6 +7,7 @@ mod discovery;
 mod faults;
 mod fixtures;
 mod kubectl;
+mod lists;
 mod patch;
 mod support;
 mod watch;

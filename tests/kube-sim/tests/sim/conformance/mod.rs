@@ -281,7 +281,9 @@ async fn replay(transcript: &Transcript) -> Vec<Outcome> {
         }
         outcomes.push(outcome);
     }
-    if let (Err(why), Some(last)) = (bindings.check_order(), outcomes.last_mut()) {
+    if let Err(why) = bindings.check_order()
+        && let Some(last) = outcomes.last_mut()
+    {
         last.difference
             .get_or_insert(format!("resourceVersion order: {why}"));
     }
