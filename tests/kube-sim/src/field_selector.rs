@@ -13,8 +13,9 @@
 //!   `source`, `type`; events.k8s.io Event `regarding.*`, `reportingController`, `reason`,
 //!   `source`, `type` (`pkg/apis/core/v1/conversion.go`, `pkg/apis/events/v1/conversion.go`).
 //!
-//! Each selectable field is read from the object at the JSON path it comes from (Event
-//! `source` is `source.component`); a missing field reads as "".
+//! Each selectable field is read from the stored object at the JSON path it comes from (Event
+//! `source` is `source.component`; events.k8s.io labels read the core Event kube-sim stores,
+//! `regarding.name` its `involvedObject.name`); a missing field reads as "".
 
 use std::borrow::Cow;
 
@@ -147,17 +148,22 @@ const CORE_EVENT: &[(&str, &str)] = &[
     ("metadata.name", "metadata.name"),
 ];
 
+/// events.k8s.io Events are stored as core Events: each label reads the core field it maps to
+/// (`pkg/apis/events/v1/conversion.go`).
 const EVENTS_EVENT: &[(&str, &str)] = &[
     ("reason", "reason"),
-    ("regarding.kind", "regarding.kind"),
-    ("regarding.namespace", "regarding.namespace"),
-    ("regarding.name", "regarding.name"),
-    ("regarding.uid", "regarding.uid"),
-    ("regarding.apiVersion", "regarding.apiVersion"),
-    ("regarding.resourceVersion", "regarding.resourceVersion"),
-    ("regarding.fieldPath", "regarding.fieldPath"),
-    ("reportingController", "reportingController"),
-    ("source", "deprecatedSource.component"),
+    ("regarding.kind", "involvedObject.kind"),
+    ("regarding.namespace", "involvedObject.namespace"),
+    ("regarding.name", "involvedObject.name"),
+    ("regarding.uid", "involvedObject.uid"),
+    ("regarding.apiVersion", "involvedObject.apiVersion"),
+    (
+        "regarding.resourceVersion",
+        "involvedObject.resourceVersion",
+    ),
+    ("regarding.fieldPath", "involvedObject.fieldPath"),
+    ("reportingController", "reportingComponent"),
+    ("source", "source.component"),
     ("type", "type"),
     ("metadata.namespace", "metadata.namespace"),
     ("metadata.name", "metadata.name"),

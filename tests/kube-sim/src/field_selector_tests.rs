@@ -118,3 +118,20 @@ fn fields_are_read_where_the_kind_keeps_them() {
     assert!(!matches("source!=kubelet"));
     assert_eq!(field_text(&event.value, "count"), "3");
 }
+
+#[test]
+fn events_k8s_io_labels_read_the_stored_core_event() {
+    let new_events = fields_of("events.k8s.io", "events");
+    let stored = Stored::new(json!({"metadata": {"name": "e", "namespace": "ns"},
+        "involvedObject": {"kind": "Service", "name": "web"},
+        "reportingComponent": "ctl", "source": {"component": "kubelet"}}));
+    let matches = |text: &str| {
+        FieldSelector::parse(text, &new_events)
+            .unwrap()
+            .matches_stored(&stored)
+    };
+    assert!(matches(
+        "regarding.kind=Service,regarding.name=web,reportingController=ctl,source=kubelet"
+    ));
+    assert!(!matches("regarding.name=other"));
+}

@@ -28,6 +28,15 @@ pub fn present<'a>(rt: &ResourceType, obj: &'a Value) -> Cow<'a, Value> {
     }
 }
 
+/// A stored object in the form `rt` serves it (see [`present`]), its encodings reused when
+/// that is the stored form.
+pub fn presented<'a>(rt: &ResourceType, stored: &'a Stored) -> Cow<'a, Stored> {
+    match crate::kinds::present(rt, &stored.value) {
+        Some(converted) => Cow::Owned(Stored::new(converted)),
+        None => Cow::Borrowed(stored),
+    }
+}
+
 /// A JSON body with a status code.
 pub fn json_response(code: StatusCode, body: &impl Serialize) -> Response {
     match serde_json::to_vec(body) {
@@ -80,6 +89,7 @@ fn list_body(rt: &ResourceType, items: &[Stored], metadata: &Value) -> Vec<u8> {
         if i > 0 {
             body.push(b',');
         }
+        let item = presented(rt, item);
         if typed_items {
             body.extend_from_slice(item.item_json());
         } else {

@@ -22,6 +22,7 @@ use tokio::sync::{broadcast, mpsc};
 use tokio::time::Instant;
 
 use super::params::Params;
+use super::respond;
 use super::selection::Selection;
 use super::table;
 use super::target::Target;
@@ -268,6 +269,7 @@ impl WatchStream {
             let _ = serde_json::to_writer(&mut line, &doc);
         } else {
             let rt = &self.filter.target.rt;
+            let obj = respond::presented(rt, obj);
             obj.write_object_json(&rt.kind, &rt.api_version(), &mut line);
         }
         line.extend_from_slice(b"}\n");

@@ -295,4 +295,35 @@ async fn events_written_through_one_api_are_read_through_the_other() {
     assert_eq!(core["involvedObject"]["name"], "web");
     assert_eq!(core["reportingComponent"], "mcs-policy");
     assert_eq!(core["firstTimestamp"], Value::Null);
+    // Selected by the fields of each API, listed and watched in each API's form.
+    let collection = "/apis/events.k8s.io/v1/namespaces/default/events";
+    for (selector, count) in [
+        ("regarding.name=web,reportingController=mcs-policy", 1),
+        ("regarding.name=other", 0),
+    ] {
+        let list = sim
+            .get(&format!("{collection}?fieldSelector={selector}"))
+            .await;
+        assert_eq!(list.status, 200, "{}", list.body);
+        let items = list.json()["items"].as_array().unwrap().clone();
+        assert_eq!(items.len(), count, "{selector}: {}", list.body);
+        if let Some(item) = items.first() {
+            assert_eq!(item["regarding"]["name"], "web");
+            assert_eq!(item["note"], "n");
+        }
+    }
+    let core_list = sim
+        .get("/api/v1/namespaces/default/events?fieldSelector=involvedObject.name=web")
+        .await
+        .json();
+    assert_eq!(core_list["items"][0]["message"], "n");
+    let watch = sim
+        .get(&format!(
+            "{collection}?watch=1&fieldSelector=regarding.name=web&timeoutSeconds=1"
+        ))
+        .await;
+    let events = watch.events();
+    assert_eq!(events[0]["type"], "ADDED", "{}", watch.body);
+    assert_eq!(events[0]["object"]["apiVersion"], "events.k8s.io/v1");
+    assert_eq!(events[0]["object"]["regarding"]["name"], "web");
 }
