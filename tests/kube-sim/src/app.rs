@@ -12,6 +12,7 @@ use crate::network::Network;
 use crate::registry::Registry;
 use crate::store::Store;
 use crate::types;
+use crate::types::service::ServiceCidr;
 
 /// Largest accepted request body.
 const BODY_LIMIT: usize = 16 * 1024 * 1024;
@@ -25,6 +26,7 @@ pub struct Settings {
     pub server_address: String,
     pub bookmark_interval: Duration,
     pub history_limit: usize,
+    pub service_cidr: ServiceCidr,
 }
 
 /// Everything the handlers share.
@@ -38,7 +40,7 @@ pub struct App {
 
 impl App {
     pub fn new(settings: Settings) -> Arc<Self> {
-        let store = fresh_store(settings.history_limit, &settings.server_address);
+        let store = fresh_store(&settings);
         Arc::new(Self {
             store: RwLock::new(store),
             faults: Faults::default(),
@@ -78,12 +80,13 @@ pub fn router(app: Arc<App>) -> Router {
         .with_state(app)
 }
 
-fn fresh_store(history_limit: usize, server_address: &str) -> Store {
+fn fresh_store(settings: &Settings) -> Store {
     let mut store = Store::new(
         Registry::with_types(builtin::builtin_types()),
-        history_limit,
+        settings.history_limit,
     );
-    create_default_namespaces(&mut store, server_address);
+    store.service_cidr = settings.service_cidr;
+    create_default_namespaces(&mut store, &settings.server_address);
     store
 }
 

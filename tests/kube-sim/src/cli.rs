@@ -4,6 +4,8 @@ use std::net::SocketAddr;
 
 use clap::Parser;
 
+use crate::types::service::ServiceCidr;
+
 /// A test API server that speaks the Kubernetes REST protocol (JSON over plain HTTP) for
 /// kube-rs clients and kubectl: discovery, CRUD, patch, server-side apply (simplified), watch,
 /// status subresources and CustomResourceDefinitions, with a /_sim/ admin API for fault
@@ -24,6 +26,15 @@ pub struct Args {
     /// Name of the simulated cluster; shown in logs only.
     #[arg(long, default_value = "kube-sim")]
     pub name: String,
+
+    /// The IPv4 CIDR Services get their cluster IPs from (kube-apiserver's flag of the same
+    /// name), prefix length 12 to 30. The first address is the `default/kubernetes` Service's.
+    /// Services that ask for none get one at random, as kube-apiserver's allocator picks them:
+    /// from the upper part of the range first, the first min(max(16, size/16), 256) addresses
+    /// being left to Services that ask for a fixed one. A range holds as many Services as it
+    /// has addresses but two (the default /24: 253 besides kubernetes).
+    #[arg(long, default_value = "10.0.0.0/24", value_name = "CIDR")]
+    pub service_cluster_ip_range: ServiceCidr,
 
     /// Watch events remembered per resource, for watches resuming from a resourceVersion; a
     /// watch from an older resourceVersion gets a 410 Expired ERROR event. Without this flag the

@@ -32,6 +32,7 @@ mod store;
 mod stored;
 mod strategic;
 mod types;
+mod value_index;
 mod warning;
 mod watch_window;
 
@@ -81,6 +82,7 @@ async fn run(args: cli::Args) -> Result<(), String> {
         history_limit: args
             .watch_history
             .map_or(0, |n| usize::try_from(n).unwrap_or(usize::MAX)),
+        service_cidr: args.service_cluster_ip_range,
     };
     let app = app::App::new(settings);
     compaction::spawn(

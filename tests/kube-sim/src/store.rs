@@ -6,7 +6,8 @@
 //! Each object's labels, key and encoding are made once per write ([`Stored`]), with a
 //! per-resource index from label key and value to the objects carrying them: selecting a list
 //! is a few map lookups rather than a walk of every object's JSON, and answering it copies
-//! bytes rather than serializing every object again.
+//! bytes rather than serializing every object again. Resources whose objects hold values that
+//! must stay unique (Services' cluster IPs and node ports) also keep a [`ValueIndex`] of them.
 //!
 //! The watch cache's resourceVersion ([`Store::cache_resource_version`]) is the newest
 //! revision the resource's cache knows of: it follows the resource's own writes, and jumps to
@@ -28,6 +29,8 @@ use crate::object;
 use crate::registry::{GroupResource, Registry};
 use crate::selector::LabelSelector;
 use crate::stored::{ObjectKey, Stored};
+use crate::types::service::ServiceCidr;
+use crate::value_index::ValueIndex;
 use crate::watch_window::WindowPolicy;
 
 /// Capacity of each resource's broadcast channel; a watch that falls further behind is ended
@@ -49,6 +52,8 @@ struct ResourceStore {
     objects: BTreeMap<ObjectKey, Stored>,
     /// Every label of every object in `objects`.
     labels: LabelIndex,
+    /// The values the resource's objects must not share, for resources that have such values.
+    values: Option<ValueIndex>,
     history: History,
     /// The newest revision the resource's watch cache knows of (atomic: progress
     /// notifications move it under the read lock).
@@ -57,10 +62,11 @@ struct ResourceStore {
 }
 
 impl ResourceStore {
-    fn new(start: u64, window: WindowPolicy) -> Self {
+    fn new(start: u64, window: WindowPolicy, values: Option<ValueIndex>) -> Self {
         Self {
             objects: BTreeMap::new(),
             labels: LabelIndex::default(),
+            values,
             history: History::new(start, window),
             cache_rv: AtomicU64::new(start),
             sender: broadcast::channel(BROADCAST_CAPACITY).0,
@@ -79,6 +85,12 @@ impl ResourceStore {
             }
             None => self.labels.add(&key, &stored.labels),
         }
+        if let Some(values) = &mut self.values {
+            if let Some(p) = &previous {
+                values.remove(&key, &p.value);
+            }
+            values.add(&key, &stored.value);
+        }
         previous
     }
 
@@ -86,6 +98,9 @@ impl ResourceStore {
     fn take(&mut self, key: &ObjectKey) -> Option<Stored> {
         let removed = self.objects.remove(key)?;
         self.labels.remove(key, &removed.labels);
+        if let Some(values) = &mut self.values {
+            values.remove(key, &removed.value);
+        }
         Some(removed)
     }
 }
@@ -99,6 +114,8 @@ pub struct Store {
     compacted: u64,
     window: WindowPolicy,
     resources: HashMap<GroupResource, ResourceStore>,
+    /// The network Services get their cluster IPs from (`--service-cluster-ip-range`).
+    pub service_cidr: ServiceCidr,
 }
 
 /// The resource whose storage holds the objects of `resource` (both Event APIs share one).
@@ -115,6 +132,7 @@ impl Store {
             compacted: 0,
             window: WindowPolicy::from_events(history_limit),
             resources: HashMap::new(),
+            service_cidr: ServiceCidr::default(),
         };
         store.serve_registry();
         store
@@ -140,9 +158,10 @@ impl Store {
     /// Starts storing `resource` if it is not stored yet.
     pub fn ensure_resource(&mut self, resource: &GroupResource) {
         let (start, window) = (self.resource_version, self.window);
+        let values = crate::types::unique_values(resource).map(ValueIndex::new);
         self.resources
             .entry(stored_as(resource))
-            .or_insert_with(|| ResourceStore::new(start, window));
+            .or_insert_with(|| ResourceStore::new(start, window, values));
     }
 
     /// Stops storing `resource`, announcing every object it held as DELETED and ending its watches.
@@ -173,6 +192,15 @@ impl Store {
     ) -> Option<&Stored> {
         let key = ObjectKey::new(namespace, name);
         self.resources.get(&stored_as(resource))?.objects.get(&key)
+    }
+
+    /// Whether an object of `resource` other than the one under `except` holds `value`, one of
+    /// the values `types::unique_values` says its objects must not share (false for resources
+    /// without such values).
+    pub fn value_held(&self, resource: &GroupResource, value: &str, except: &ObjectKey) -> bool {
+        let store = self.resources.get(&stored_as(resource));
+        let values = store.and_then(|s| s.values.as_ref());
+        values.is_some_and(|v| v.held_by_other(value, except))
     }
 
     /// Objects of `resource` whose labels `selector` matches, in one namespace or (None) all,

@@ -26,7 +26,7 @@ use serde_json::Value;
 
 use crate::lifecycle::Part;
 use crate::object;
-use crate::registry::{ResourceType, Special};
+use crate::registry::{GroupResource, ResourceType, Special};
 use crate::status::ApiError;
 use crate::store::Store;
 use field::ErrorList;
@@ -88,6 +88,13 @@ pub fn admit_create(
 /// Admission of an update of an existing object in `namespace`.
 pub fn admit_update(store: &Store, rt: &ResourceType, namespace: &str) -> Result<(), ApiError> {
     namespace::admit_update(store, rt, namespace)
+}
+
+/// The values the objects of `resource` must not share, which the store indexes
+/// ([`crate::value_index`]): a Service's cluster IPs and node ports.
+pub fn unique_values(resource: &GroupResource) -> Option<crate::value_index::Extract> {
+    (resource.group.is_empty() && resource.resource == "services")
+        .then_some(service::allocated_values as _)
 }
 
 /// Admission of a DELETE of the object `name`.
@@ -171,7 +178,7 @@ pub fn seed(store: &mut Store, port: u16) {
         let body = serde_json::json!({"metadata": {"name": name}});
         seed_one(store, ("", "v1", "namespaces"), None, body, &now);
     }
-    let body = service::kubernetes(port);
+    let body = service::kubernetes(&store.service_cidr, port);
     seed_one(store, ("", "v1", "services"), Some("default"), body, &now);
 }
 

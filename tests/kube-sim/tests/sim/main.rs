@@ -9,5 +9,6 @@ mod fixtures;
 mod kubectl;
 mod lists;
 mod patch;
+mod services;
 mod support;
 mod watch;
