@@ -1,5 +1,6 @@
 //! The `/_sim/` admin API tests use to steer the server: fault injection, ending watches,
-//! simulated unreachability, compaction, a state dump and a reset. Never needs a token, never faulted.
+//! simulated unreachability, compaction, the request log, a state dump and a reset. Never needs
+//! a token, never faulted, never logged.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -28,6 +29,7 @@ pub fn router() -> Router<Arc<App>> {
         .route("/state", get(state))
         .route("/reset", post(reset))
         .route("/compact", post(compact))
+        .route("/requests", get(list_requests).delete(clear_requests))
         .fallback(|| async {
             answer(
                 StatusCode::NOT_FOUND,
@@ -127,6 +129,16 @@ async fn compact(State(app): State<Arc<App>>) -> Response {
     let compacted = store.compact(current);
     tracing::info!(compacted, "compacted");
     answer(StatusCode::OK, json!({"compacted": compacted.to_string()}))
+}
+
+/// The authorization checks recorded so far (`crate::request_log`), oldest first.
+async fn list_requests(State(app): State<Arc<App>>) -> Response {
+    answer(StatusCode::OK, app.requests.to_json())
+}
+
+async fn clear_requests(State(app): State<Arc<App>>) -> Response {
+    app.requests.clear();
+    answer(StatusCode::OK, app.requests.to_json())
 }
 
 async fn reset(State(app): State<Arc<App>>) -> Response {

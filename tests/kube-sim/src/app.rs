@@ -1,4 +1,5 @@
-//! The shared server state (store, faults, network switches, settings) and the HTTP router.
+//! The shared server state (store, faults, network switches, request log, settings) and the
+//! HTTP router.
 
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Duration;
@@ -10,6 +11,7 @@ use crate::builtin;
 use crate::faults::Faults;
 use crate::network::Network;
 use crate::registry::Registry;
+use crate::request_log::RequestLog;
 use crate::store::Store;
 use crate::types;
 use crate::types::service::ServiceCidr;
@@ -35,6 +37,8 @@ pub struct App {
     store: RwLock<Store>,
     pub faults: Faults,
     pub network: Network,
+    /// What a real server's authorizer would have been asked ([`RequestLog`]).
+    pub requests: RequestLog,
     pub settings: Settings,
 }
 
@@ -45,6 +49,7 @@ impl App {
             store: RwLock::new(store),
             faults: Faults::default(),
             network: Network::default(),
+            requests: RequestLog::default(),
             settings,
         })
     }
@@ -61,13 +66,14 @@ impl App {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Back to a fresh cluster: built-in types and default namespaces only, no faults.
-    /// resourceVersions keep increasing.
+    /// Back to a fresh cluster: built-in types and default namespaces only, no faults, an
+    /// empty request log. resourceVersions keep increasing.
     pub fn reset(&self) {
         let mut store = self.write();
         store.reset(Registry::with_types(builtin::builtin_types()));
         create_default_namespaces(&mut store, &self.settings.server_address);
         self.faults.clear();
+        self.requests.clear();
     }
 }
 

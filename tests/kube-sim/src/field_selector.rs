@@ -218,6 +218,17 @@ impl FieldSelector {
 }
 
 /// `fields.ParseSelector`'s terms: `(label, equal, unescaped value)`, sorted by their text.
+/// The value a selector requires `label` to equal (`fields.Selector.RequiresExactMatch`): that
+/// of its first `label=` or `label==` term, the terms sorted as parsed; None when it requires
+/// none or does not parse.
+pub fn exact_match(text: &str, label: &str) -> Option<String> {
+    let terms = parse_terms(text).ok()?;
+    let mut required = terms
+        .into_iter()
+        .filter(|(l, equal, _)| *equal && l == label);
+    required.next().map(|(_, _, value)| value)
+}
+
 fn parse_terms(selector: &str) -> Result<Vec<(String, bool, String)>, String> {
     let mut parts = split_terms(selector);
     parts.sort_unstable();

@@ -135,3 +135,18 @@ fn events_k8s_io_labels_read_the_stored_core_event() {
     ));
     assert!(!matches("regarding.name=other"));
 }
+
+#[test]
+fn exact_matches_are_the_first_equality_term_of_the_label() {
+    assert_eq!(
+        exact_match("metadata.name=a", "metadata.name").as_deref(),
+        Some("a")
+    );
+    assert_eq!(
+        exact_match("spec.x=1,metadata.name==b\\,c", "metadata.name").as_deref(),
+        Some("b,c")
+    );
+    assert_eq!(exact_match("metadata.name!=a", "metadata.name"), None);
+    assert_eq!(exact_match("metadata.name", "metadata.name"), None);
+    assert_eq!(exact_match("", "metadata.name"), None);
+}

@@ -25,6 +25,7 @@ mod network;
 mod object;
 mod openapi;
 mod registry;
+mod request_log;
 mod selector;
 mod server;
 mod status;

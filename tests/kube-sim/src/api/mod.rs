@@ -10,6 +10,7 @@ mod params;
 mod patch;
 mod path;
 mod read;
+mod request_info;
 mod respond;
 mod selection;
 mod table;
@@ -34,6 +35,8 @@ use params::Params;
 use path::Route;
 use target::{Target, Verb};
 
+pub use request_info::Attributes;
+
 /// Serves one Kubernetes API request.
 pub async fn handle(
     State(app): State<Arc<App>>,
@@ -57,6 +60,7 @@ async fn serve(
     body: Bytes,
 ) -> Result<Response, ApiError> {
     authorize(app, headers)?;
+    record_authorization(app, method, uri);
     let params = Params::from_uri(uri)?;
     let route = path::parse(uri.path());
     if let Route::Resource(resource_path) = route {
@@ -93,6 +97,17 @@ fn is_built_in_group(app: &App, group: &str) -> bool {
     let store = app.read();
     let mut types = store.registry.all();
     types.any(|t| t.group == group && t.defined_by.is_none())
+}
+
+/// Records what the authorizer of a real server would be asked about an authenticated request
+/// (before anything else looks at it: a request later refused, or for nothing served, was
+/// authorized all the same).
+fn record_authorization(app: &App, method: &Method, uri: &Uri) {
+    // A query the handlers refuse still names a verb (`watch`) and maybe a name.
+    let params = Params::from_uri(uri).unwrap_or_default();
+    if let Some(attributes) = Attributes::of_request(method, uri.path(), &params) {
+        app.requests.record(attributes);
+    }
 }
 
 /// With `--token`, requests must carry `Authorization: Bearer TOKEN`.

@@ -169,7 +169,8 @@ fn apply(
             write::update_locked(&mut store, target, &Tracking::Applied, |_| Ok(applied))?;
         return Ok((StatusCode::OK, updated));
     }
-    let created = write::create_locked(&mut store, target, &Tracking::Applied, applied)?;
+    let created =
+        write::create_through_write(app, &mut store, target, &Tracking::Applied, applied)?;
     Ok((StatusCode::CREATED, created))
 }
 

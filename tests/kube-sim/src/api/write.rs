@@ -11,6 +11,7 @@ use serde_json::Value;
 
 use super::body;
 use super::params::Params;
+use super::request_info::Attributes;
 use super::respond;
 use super::target::Target;
 use crate::app::App;
@@ -52,12 +53,8 @@ pub fn update(
     let candidate = body::decode_object(headers, body)?;
     let mut store = app.write();
     if creates_on_update(&store, target) {
-        let stored = create_locked(
-            &mut store,
-            target,
-            &tracking,
-            kinds::named(candidate, target.name_or_empty())?,
-        )?;
+        let candidate = kinds::named(candidate, target.name_or_empty())?;
+        let stored = create_through_write(app, &mut store, target, &tracking, candidate)?;
         return Ok(respond::object_response(
             StatusCode::CREATED,
             &target.rt,
@@ -118,8 +115,35 @@ pub fn create_locked(
     store: &mut Store,
     target: &Target,
     tracking: &Tracking,
-    mut obj: Value,
+    obj: Value,
 ) -> Result<Arc<Value>, ApiError> {
+    let obj = admit_create_locked(store, target, tracking, obj)?;
+    store_created(store, target, obj)
+}
+
+/// A create made by an update (a PUT of a missing Lease or Event) or a server-side apply: as
+/// [`create_locked`], with the extra authorization check the apiserver's update and patch
+/// handlers make once the new object is validated (`withAuthorization` around
+/// `createValidation`): `create` on the resource, recorded in the request log.
+pub fn create_through_write(
+    app: &App,
+    store: &mut Store,
+    target: &Target,
+    tracking: &Tracking,
+    obj: Value,
+) -> Result<Arc<Value>, ApiError> {
+    let obj = admit_create_locked(store, target, tracking, obj)?;
+    app.requests.record(Attributes::create_check(target));
+    store_created(store, target, obj)
+}
+
+/// The steps of [`create_locked`] up to the validated object in its stored form.
+fn admit_create_locked(
+    store: &mut Store,
+    target: &Target,
+    tracking: &Tracking,
+    mut obj: Value,
+) -> Result<Value, ApiError> {
     let rt = &target.rt;
     let now = object::now();
     decode(store, rt, &mut obj);
@@ -138,6 +162,12 @@ pub fn create_locked(
     types::prepare_create(store, rt, &mut obj)?;
     let mut obj = kinds::admit_create(store, rt, obj)?;
     fields::record(None, &mut obj, managed);
+    Ok(obj)
+}
+
+/// The storage layer's create: refused when the object has a resourceVersion or exists.
+fn store_created(store: &mut Store, target: &Target, obj: Value) -> Result<Arc<Value>, ApiError> {
+    let rt = &target.rt;
     if !object::resource_version(&obj).is_empty() {
         // Refused by the storage layer, as a plain error (500 without a reason).
         return Err(ApiError::internal_unclassified(

@@ -9,6 +9,7 @@ mod fixtures;
 mod kubectl;
 mod lists;
 mod patch;
+mod requests;
 mod services;
 mod support;
 mod watch;
