@@ -14,6 +14,7 @@ mod faults;
 mod field_selector;
 mod fields;
 mod gojson;
+mod gotypes;
 mod history;
 mod kinds;
 mod label_index;

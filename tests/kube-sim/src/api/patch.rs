@@ -13,6 +13,7 @@ use super::target::Target;
 use super::write;
 use crate::app::App;
 use crate::fields::{self, Options, Tracking};
+use crate::gotypes;
 use crate::lifecycle::Part;
 use crate::object;
 use crate::status::ApiError;
@@ -53,7 +54,9 @@ pub fn patch(
             let tracking = write::update_tracking(Options::Patch, params, headers)?;
             let patch = merge_patch_body(body)?;
             let stored = write::update_locked(&mut app.write(), target, &tracking, |current| {
-                Ok(merged(current, &patch))
+                let patched = merged(current, &patch);
+                gotypes::check_merge_patch(&target.rt, current, &patch, &patched)?;
+                Ok(patched)
             })?;
             (StatusCode::OK, stored)
         }

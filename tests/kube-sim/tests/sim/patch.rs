@@ -318,3 +318,54 @@ async fn unchanged_updates_keep_the_resource_version() {
         created.metadata.resource_version
     );
 }
+
+#[tokio::test]
+async fn merge_patches_giving_a_field_the_wrong_type_are_refused_as_go_decodes_them() {
+    let sim = Sim::start().await;
+    let client = sim.client().await;
+    let slices: Api<EndpointSlice> = Api::namespaced(client, "default");
+    slices
+        .create(&PostParams::default(), &endpoint_slice("web-1", "web"))
+        .await
+        .unwrap();
+    let path = "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices/web-1";
+    let patch = |body: serde_json::Value| {
+        let sim = &sim;
+        async move {
+            let reply = sim
+                .request(
+                    "PATCH",
+                    path,
+                    "application/merge-patch+json",
+                    &body.to_string(),
+                )
+                .await
+                .unwrap();
+            (reply.status, reply.json())
+        }
+    };
+    let (status, body) = patch(json!({"ports": [{"port": "http"}]})).await;
+    assert_eq!(status, 422, "{body}");
+    let message = body["message"].as_str().unwrap();
+    assert!(
+        message.starts_with(" \"\" is invalid: patch: Invalid value: \"{\\\"addressType\\\":"),
+        "the merged object, keys sorted where the patch merged: {message}"
+    );
+    assert!(
+        message.ends_with("\\\"ports\\\":[{\\\"port\\\":\\\"http\\\"}]}\": json: cannot unmarshal string into Go struct field EndpointPort.ports.port of type int32"),
+        "{message}"
+    );
+    assert_eq!(body["details"]["causes"][0]["field"], "patch");
+    assert!(body["details"].get("kind").is_none(), "{body}");
+    let (status, body) = patch(json!({"metadata": {"creationTimestamp": "yesterday"}})).await;
+    assert_eq!(status, 422, "{body}");
+    assert!(
+        body["message"].as_str().unwrap().ends_with(
+            ": parsing time \"yesterday\" as \"2006-01-02T15:04:05Z07:00\": cannot parse \"yesterday\" as \"2006\""
+        ),
+        "{body}"
+    );
+    // Nothing was written; a well-typed patch still applies.
+    let (status, body) = patch(json!({"metadata": {"labels": {"a": "b"}}})).await;
+    assert_eq!(status, 200, "{body}");
+}
