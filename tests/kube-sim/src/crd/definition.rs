@@ -1,5 +1,9 @@
-//! CustomResourceDefinitions: validating one, deriving the resource types it serves, and the
-//! Established status the apiserver gives it.
+//! The CustomResourceDefinition object itself, as apiextensions-apiserver stores it: the v1
+//! defaults (`SetDefaults_CustomResourceDefinitionSpec`: singular, listKind, conversion), the
+//! checks kube-sim makes before serving it, the status its strategy sets (`PrepareForCreate`:
+//! empty names, no conditions, the storage version stored; `PrepareForUpdate`: status kept,
+//! a new storage version added), the status its controllers converge to (names accepted,
+//! established), and the resource types it serves.
 
 use serde_json::{Value, json};
 
@@ -7,6 +11,44 @@ use crate::registry::{GenerationPolicy, ResourceType, Special};
 use crate::status::ApiError;
 
 const KIND: &str = "CustomResourceDefinition";
+
+/// Defaults, checks and the strategy's status for a CRD being written; `previous_status` is
+/// the live status (null on create).
+pub fn prepare(crd: &mut Value, previous_status: &Value) -> Result<(), ApiError> {
+    apply_defaults(crd);
+    resource_types(crd)?;
+    let mut status = if previous_status.is_object() {
+        previous_status.clone()
+    } else {
+        json!({"conditions": null, "acceptedNames": {"plural": "", "kind": ""}, "storedVersions": []})
+    };
+    status["storedVersions"] = json!(stored_versions(crd, previous_status));
+    crd["status"] = status;
+    Ok(())
+}
+
+/// `SetDefaults_CustomResourceDefinitionSpec`.
+fn apply_defaults(crd: &mut Value) {
+    let spec = &mut crd["spec"];
+    if !spec.is_object() {
+        return;
+    }
+    let kind = spec["names"]["kind"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    if spec["names"].is_object() {
+        if spec["names"]["singular"].as_str().is_none_or(str::is_empty) {
+            spec["names"]["singular"] = json!(kind.to_lowercase());
+        }
+        if spec["names"]["listKind"].as_str().is_none_or(str::is_empty) && !kind.is_empty() {
+            spec["names"]["listKind"] = json!(format!("{kind}List"));
+        }
+    }
+    if spec["conversion"].is_null() {
+        spec["conversion"] = json!({"strategy": "None"});
+    }
+}
 
 /// The resource types a CRD object serves (one per served version), or why it is invalid.
 pub fn resource_types(crd: &Value) -> Result<Vec<ResourceType>, ApiError> {
@@ -51,6 +93,11 @@ pub fn resource_types(crd: &Value) -> Result<Vec<ResourceType>, ApiError> {
         .as_str()
         .filter(|s| !s.is_empty())
         .map_or_else(|| kind.to_lowercase(), str::to_owned);
+    let storage_version = versions
+        .iter()
+        .find(|v| v["storage"] == true)
+        .and_then(|v| v["name"].as_str())
+        .unwrap_or_default();
     let served = versions
         .iter()
         .filter(|v| v["served"].as_bool().unwrap_or(false));
@@ -59,6 +106,7 @@ pub fn resource_types(crd: &Value) -> Result<Vec<ResourceType>, ApiError> {
             Some(ResourceType {
                 group: group.to_owned(),
                 version: v["name"].as_str()?.to_owned(),
+                storage_version: storage_version.to_owned(),
                 plural: plural.to_owned(),
                 singular: singular.clone(),
                 kind: kind.to_owned(),
@@ -172,6 +220,7 @@ mod tests {
             ("networking.karmada.io", "v1alpha1", "multiclusterservices")
         );
         assert_eq!(t.singular, "multiclusterservice");
+        assert_eq!(t.storage_version, "v1alpha1");
         assert!(t.namespaced && t.status_subresource);
         assert_eq!(t.short_names, vec!["mcs"]);
     }
@@ -186,6 +235,36 @@ mod tests {
             error.message.contains("must be spec.names.plural"),
             "{}",
             error.message
+        );
+    }
+
+    #[test]
+    fn created_crds_get_defaults_and_a_status_with_nothing_accepted_yet() {
+        let mut created = crd();
+        prepare(&mut created, &Value::Null).unwrap();
+        assert_eq!(created["spec"]["names"]["singular"], "multiclusterservice");
+        assert_eq!(
+            created["spec"]["names"]["listKind"],
+            "MultiClusterServiceList"
+        );
+        assert_eq!(created["spec"]["conversion"], json!({"strategy": "None"}));
+        assert_eq!(
+            created["status"],
+            json!({"conditions": null, "acceptedNames": {"plural": "", "kind": ""}, "storedVersions": ["v1alpha1"]})
+        );
+    }
+
+    #[test]
+    fn updates_keep_the_status_and_add_a_new_storage_version() {
+        let established = established_status(&crd(), &Value::Null, "2024-01-01T00:00:00Z");
+        let mut updated = crd();
+        updated["spec"]["versions"][0]["storage"] = json!(false);
+        updated["spec"]["versions"][1]["storage"] = json!(true);
+        prepare(&mut updated, &established).unwrap();
+        assert_eq!(updated["status"]["conditions"], established["conditions"]);
+        assert_eq!(
+            updated["status"]["storedVersions"],
+            json!(["v1alpha1", "v1alpha0"])
         );
     }
 
