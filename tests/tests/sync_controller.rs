@@ -354,8 +354,8 @@ async fn the_hub_service_is_propagated_and_updated_keeping_the_members_cluster_i
     post(&w.http, &w.hub, SERVICES, &service(ports.clone())).await;
     // member2 already has the Service, with its own clusterIP.
     let mut own = service(ports.clone());
-    own["spec"]["clusterIP"] = json!("10.0.0.99");
-    own["spec"]["clusterIPs"] = json!(["10.0.0.99"]);
+    own["spec"]["clusterIP"] = json!("10.0.0.9");
+    own["spec"]["clusterIPs"] = json!(["10.0.0.9"]);
     post(&w.http, &w.member2, SERVICES, &own).await;
     post(&w.http, &w.hub, MCS, &member1_to_member2()).await;
 
@@ -389,8 +389,8 @@ async fn the_hub_service_is_propagated_and_updated_keeping_the_members_cluster_i
     let updated = w
         .await_service_ports(&w.member2, "member2", &new_ports)
         .await;
-    assert_eq!(updated["spec"]["clusterIP"], "10.0.0.99");
-    assert_eq!(updated["spec"]["clusterIPs"], json!(["10.0.0.99"]));
+    assert_eq!(updated["spec"]["clusterIP"], "10.0.0.9");
+    assert_eq!(updated["spec"]["clusterIPs"], json!(["10.0.0.9"]));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
