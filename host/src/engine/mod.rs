@@ -22,6 +22,7 @@
 
 mod cache;
 pub mod convert;
+mod epoch;
 mod error;
 mod runtime;
 
