@@ -349,6 +349,35 @@ pub async fn put(http: &reqwest::Client, url: &str, path: &str, body: &Value) {
     send(http.put(format!("{url}{path}")).json(body), "PUT", path).await;
 }
 
+/// Reads `url+path`, changes it with `change` and writes it back with the resourceVersion read,
+/// as a client sharing the object with a controller must: a 409 Conflict (the controller wrote
+/// meanwhile) reads it again and retries.
+pub async fn edit(http: &reqwest::Client, url: &str, path: &str, change: impl Fn(&mut Value)) {
+    for _ in 0..20 {
+        let mut object = get(http, url, path)
+            .await
+            .unwrap_or_else(|| panic!("{path} exists"));
+        change(&mut object);
+        let resp = http
+            .put(format!("{url}{path}"))
+            .json(&object)
+            .send()
+            .await
+            .unwrap();
+        let status = resp.status();
+        if status == reqwest::StatusCode::CONFLICT {
+            continue;
+        }
+        assert!(
+            status.is_success(),
+            "PUT {path}: {status} {}",
+            resp.text().await.unwrap_or_default()
+        );
+        return;
+    }
+    panic!("PUT {path}: still conflicting after 20 attempts");
+}
+
 /// `DELETE url+path`; panics unless it succeeds.
 pub async fn delete(http: &reqwest::Client, url: &str, path: &str) {
     send(http.delete(format!("{url}{path}")), "DELETE", path).await;
