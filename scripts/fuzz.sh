@@ -7,8 +7,9 @@
 # the other, at the lowest CPU priority. Every target runs the guest natively and the component
 # under wasmtime and fails on a crash, a divergence or a broken property (tests/differential).
 # Each run starts from the checked-in corpus (fuzz/corpus/<target>, seeded from tests/fixtures)
-# and the run's own working corpus (fuzz/corpus-work/<target>, kept between runs), and ends by
-# merging what it found back into fuzz/corpus/<target>, minimised. A failing input is written to
+# and the run's own working corpus (fuzz/corpus-work/<target>, kept between runs, not checked
+# in), and ends by merging both back into fuzz/corpus/<target>, minimised to the fewest inputs
+# that cover the same edges. A failing input is written to
 # fuzz/artifacts/<target>/; see TESTING.md for what to do with it.
 #
 # Prints one line per target: executions, new corpus size, crash (file) or ok; appends the same
@@ -71,11 +72,12 @@ for target in "${TARGETS[@]}"; do
   else
     result=ok
   fi
-  # Fold what this run found back into the checked-in corpus, minimised.
+  # Fold what this run found back into the checked-in corpus, minimised to a smallest set of
+  # inputs covering the same edges (hit counts ignored: the working corpus keeps those).
   merged=fuzz/corpus-work/.$target.merged
   rm -rf "$merged" && mkdir -p "$merged"
-  nice -n 19 "$BIN_DIR/$target" -merge=1 -max_len="$max_len" -timeout=60 -rss_limit_mb=4096 \
-    "$merged" "$corpus" "$work" >/dev/null 2>&1 || true
+  nice -n 19 "$BIN_DIR/$target" -set_cover_merge=1 -use_counters=0 -max_len="$max_len" \
+    -timeout=60 -rss_limit_mb=4096 "$merged" "$corpus" "$work" >/dev/null 2>&1 || true
   if [ -n "$(ls -A "$merged")" ]; then
     rm -rf "$corpus" && mv "$merged" "$corpus"
   else
