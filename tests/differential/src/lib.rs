@@ -85,14 +85,19 @@ pub fn engine() -> &'static PolicyEngine {
 
 /// The component's answer to `call`.
 pub fn component(call: &Call) -> Result<Answer, EngineError> {
+    component_within(call, BUDGET)
+}
+
+/// The component's answer to `call`, within `budget`.
+pub fn component_within(call: &Call, budget: Duration) -> Result<Answer, EngineError> {
     let e = engine();
     Ok(match call {
         Call::Validate {
             request,
             settings,
             context,
-        } => Answer::Validate(e.validate(request, settings, context, BUDGET)?),
-        Call::Mutate { request, settings } => Answer::Mutate(e.mutate(request, settings, BUDGET)?),
+        } => Answer::Validate(e.validate(request, settings, context, budget)?),
+        Call::Mutate { request, settings } => Answer::Mutate(e.mutate(request, settings, budget)?),
         Call::Filter {
             mcs,
             service_ports,
@@ -105,23 +110,23 @@ pub fn component(call: &Call) -> Result<Answer, EngineError> {
             source_cluster,
             consumer_cluster,
             slices,
-            BUDGET,
+            budget,
         )?),
         Call::Plan {
             mcs,
             registered_clusters,
-        } => Answer::Plan(e.plan(mcs, registered_clusters, BUDGET)?),
+        } => Answer::Plan(e.plan(mcs, registered_clusters, budget)?),
         Call::Prune {
             mcs,
             existing,
             desired,
             kept_sources,
-        } => Answer::Prune(e.prune(mcs, existing, desired, kept_sources, BUDGET)?),
+        } => Answer::Prune(e.prune(mcs, existing, desired, kept_sources, budget)?),
         Call::Service { template, existing } => {
-            Answer::Service(e.service(template, existing.as_deref(), BUDGET)?)
+            Answer::Service(e.service(template, existing.as_deref(), budget)?)
         }
         Call::ClusterNameProblem { name } => {
-            Answer::ClusterNameProblem(e.cluster_name_problem(name, BUDGET)?)
+            Answer::ClusterNameProblem(e.cluster_name_problem(name, budget)?)
         }
     })
 }
@@ -134,16 +139,36 @@ pub fn native(call: &Call) -> Answer {
 /// Runs `call` natively and in the component; panics (a fuzzer crash, a test failure) when the
 /// component fails or the answers differ, else returns the answer.
 pub fn agree(call: &Call) -> Answer {
+    agree_within(call, BUDGET)
+}
+
+/// [`agree`] with the component bounded by `budget`.
+pub fn agree_within(call: &Call, budget: Duration) -> Answer {
     let native = native(call);
-    let component = match component(call) {
+    let component = match component_within(call, budget) {
         Ok(answer) => answer,
-        Err(e) => panic!("the component failed: {e}\ncall: {call:#?}"),
+        Err(e) => panic!("the component failed: {e}\ncall: {}", shown(call)),
     };
     assert!(
         component == native,
-        "the component and the native guest differ\ncall: {call:#?}\ncomponent: {component:#?}\nnative: {native:#?}"
+        "the component and the native guest differ\ncall: {}\ncomponent: {}\nnative: {}",
+        shown(call),
+        shown(&component),
+        shown(&native)
     );
     native
+}
+
+/// `value` pretty-printed for a failure message, cut short when it is huge.
+pub fn shown(value: &impl std::fmt::Debug) -> String {
+    const LIMIT: usize = 8 << 10;
+    let mut text = format!("{value:#?}");
+    if text.len() > LIMIT {
+        let total = text.len();
+        text.truncate(text.floor_char_boundary(LIMIT));
+        text.push_str(&format!("... ({total} bytes)"));
+    }
+    text
 }
 
 /// [`agree`], then [`properties::check`].

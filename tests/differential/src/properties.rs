@@ -14,7 +14,7 @@ use crate::{Answer, Call, native};
 macro_rules! ensure {
     ($call:expr, $cond:expr, $($what:tt)+) => {
         if !$cond {
-            panic!("property failed: {}\ncall: {:#?}", format!($($what)+), $call);
+            panic!("property failed: {}\ncall: {}", format!($($what)+), crate::shown($call));
         }
     };
 }
@@ -125,14 +125,23 @@ fn mutate(
     let patch_text = mcs_policy::webhook::review::patch_json(ops);
     let patch: json_patch::Patch = match serde_json::from_str(&patch_text) {
         Ok(patch) => patch,
-        Err(e) => panic!("the patch {patch_text} is not RFC 6902 JSON: {e}\ncall: {call:#?}"),
+        Err(e) => panic!(
+            "the patch {patch_text} is not RFC 6902 JSON: {e}\ncall: {}",
+            crate::shown(call)
+        ),
     };
     let mut object: Value = match serde_json::from_str(&request.object) {
         Ok(object) => object,
-        Err(e) => panic!("a patched object is JSON: {e}\ncall: {call:#?}"),
+        Err(e) => panic!(
+            "a patched object is JSON: {e}\ncall: {}",
+            crate::shown(call)
+        ),
     };
     if let Err(e) = json_patch::patch(&mut object, &patch) {
-        panic!("the patch {patch_text} does not apply: {e}\ncall: {call:#?}");
+        panic!(
+            "the patch {patch_text} does not apply: {e}\ncall: {}",
+            crate::shown(call)
+        );
     }
     let again = native(&Call::Mutate {
         request: h::AdmissionRequest {
