@@ -49,16 +49,16 @@ pub struct LeaderArgs {
 
     /// How long the other replicas wait, after they last saw the Lease change, before they take
     /// it over from a leader that stopped renewing. Must exceed --renew-deadline.
-    #[arg(long, default_value = "15s", value_parser = crate::config::parse_positive_duration, value_name = "DURATION")]
+    #[arg(long, default_value = "15s", value_parser = crate::duration::parse_positive_duration, value_name = "DURATION")]
     pub lease_duration: Duration,
 
     /// How long the leader keeps retrying a failing renewal before it stops leading (and the
     /// process exits with an error). Must exceed --retry-period.
-    #[arg(long, default_value = "10s", value_parser = crate::config::parse_positive_duration, value_name = "DURATION")]
+    #[arg(long, default_value = "10s", value_parser = crate::duration::parse_positive_duration, value_name = "DURATION")]
     pub renew_deadline: Duration,
 
     /// Time between two attempts to acquire or renew the Lease.
-    #[arg(long, default_value = "2s", value_parser = crate::config::parse_positive_duration, value_name = "DURATION")]
+    #[arg(long, default_value = "2s", value_parser = crate::duration::parse_positive_duration, value_name = "DURATION")]
     pub retry_period: Duration,
 
     /// This replica's name in the Lease's holderIdentity; unique per replica. Default: the host
