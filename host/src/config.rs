@@ -25,7 +25,8 @@ pub struct Args {
     #[command(subcommand)]
     pub command: Command,
 
-    /// Log format on stderr: `text` or `json`. Log level from RUST_LOG (default `info`).
+    /// Log format on stderr: `text` or `json`. Log level from RUST_LOG (default `info`). Text
+    /// is coloured only when stderr is a terminal and NO_COLOR is unset or empty.
     #[arg(long, global = true, env = "MCS_POLICY_LOG_FORMAT", default_value = "text", value_parser = ["text", "json"])]
     pub log_format: String,
 }

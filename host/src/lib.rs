@@ -17,6 +17,7 @@ pub mod controller;
 pub mod duration;
 pub mod engine;
 pub mod eval;
+pub mod logging;
 pub mod manifests;
 pub mod reload;
 pub mod settings;

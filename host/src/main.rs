@@ -8,30 +8,17 @@ use anyhow::Context as _;
 use clap::Parser;
 use mcs_policy::config::{Args, Command, ComponentArgs, EvalCommand};
 use mcs_policy::engine::EMBEDDED_COMPONENT;
-use mcs_policy::{controller, eval, manifests, webhook};
+use mcs_policy::{controller, eval, logging, manifests, webhook};
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    init_tracing(&args.log_format);
+    logging::init(&args.log_format);
     match run(args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
             eprintln!("error: {err:#}");
             ExitCode::FAILURE
         }
-    }
-}
-
-fn init_tracing(format: &str) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    if format == "json" {
-        builder.json().init();
-    } else {
-        builder.init();
     }
 }
 
