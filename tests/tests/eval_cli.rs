@@ -231,7 +231,10 @@ fn logs_carry_no_colour_codes_when_stderr_is_a_file() {
     assert!(status.success(), "exit {status}");
     let text = std::fs::read_to_string(&log).unwrap();
     assert!(text.contains("WARN"), "no log line to check: {text:?}");
-    assert!(!text.contains('\u{1b}'), "ANSI escape codes in a log file: {text:?}");
+    assert!(
+        !text.contains('\u{1b}'),
+        "ANSI escape codes in a log file: {text:?}"
+    );
 }
 
 #[test]

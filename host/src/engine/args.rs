@@ -71,7 +71,10 @@ mod tests {
     fn the_flags_become_engine_options() {
         let options = parse(&["--memory-limit-mib", "2", "--max-concurrency", "0"]).options();
         assert_eq!(options.memory_limit_bytes, 2 << 20);
-        assert_eq!(options.max_concurrency, 1, "at least one evaluation at a time");
+        assert_eq!(
+            options.max_concurrency, 1,
+            "at least one evaluation at a time"
+        );
         assert_eq!(options.cache_dir, None);
     }
 

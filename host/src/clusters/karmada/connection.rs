@@ -118,8 +118,8 @@ pub enum ConfigError {
 #[cfg(test)]
 mod tests {
     use super::super::fixtures::{pem, secret, target};
-    use crate::clusters::{ClientOptions, build_client};
     use super::*;
+    use crate::clusters::{ClientOptions, build_client};
 
     #[test]
     fn the_connection_takes_token_and_ca_bundle_from_the_secret() {

@@ -27,9 +27,9 @@ use kube::api::{DynamicObject, ListParams};
 use super::{ClientOptions, Cluster, ClusterError, Membership, Registry};
 use crate::clusters;
 use crate::engine::PolicyEngine;
-pub use clients::{Fingerprint, fingerprint};
 use clients::Clients;
-pub use connection::{Connection, ConfigError, config, connection, kubeconfig};
+pub use clients::{Fingerprint, fingerprint};
+pub use connection::{ConfigError, Connection, config, connection, kubeconfig};
 pub use object::{SecretRef, Skip, Target, decide, name_problem, resource};
 
 /// The members as Karmada's Cluster objects in the hub describe them.
@@ -115,7 +115,11 @@ impl Karmada {
             let name = object.metadata.name.clone().unwrap_or_default();
             let name_problem = |name: &str| name_problem(&self.policy, name);
             let outcome = match decide(object, &self.only, name_problem) {
-                Ok(target) => self.clients.connect(&target).await.map(|cluster| (target, cluster)),
+                Ok(target) => self
+                    .clients
+                    .connect(&target)
+                    .await
+                    .map(|cluster| (target, cluster)),
                 Err(Skip::NotSelected) => continue,
                 Err(skip) => Err(skip),
             };

@@ -17,7 +17,11 @@ use super::record::{claim, holder, may_take, now, released, unexpired, whole_sec
 use super::{LeaderArgs, Role};
 
 /// The election task: acquire, then renew until lost or stopped.
-pub(super) async fn elect(mut elector: Elector, role: watch::Sender<Role>, mut stop: oneshot::Receiver<()>) {
+pub(super) async fn elect(
+    mut elector: Elector,
+    role: watch::Sender<Role>,
+    mut stop: oneshot::Receiver<()>,
+) {
     tracing::info!(lease = %elector.describe(), identity = %elector.identity, "attempting to acquire the leader lease");
     tokio::select! {
         _ = &mut stop => {

@@ -17,6 +17,21 @@
 //!
 //! Like client-go's `LeaderElector.Run`, a [`Leadership`] leads at most once: once lost, the
 //! controller exits and its Deployment starts it again.
+//!
+//! Parts: `args` (the flags and their checks), this module (the handle the controller holds),
+//! `elector` (the task that reads and writes the Lease) and `record` (what to write, no I/O).
+//!
+//! Why not a crate. `kube-lease-manager` 0.13.1 builds with kube 5.0 and k8s-openapi 0.29 but
+//! keeps other semantics: it computes expiry from the holder's `renewTime` on the wall clock
+//! (clock skew matters), writes with server-side apply and strategic merge patches instead of a
+//! PUT carrying the resourceVersion, counts a transition on the first acquisition, takes whole
+//! seconds only (no `1500ms` renew deadline), releases by clearing the fields rather than
+//! `holderIdentity: ""` with `leaseDurationSeconds: 1` (a standby sleeps until the old expiry
+//! instead of taking over at its next retry), does not create the Lease's namespace, and has no
+//! renew deadline: a leader that cannot reach the hub keeps reporting that it leads, where we
+//! must stop and exit. `kubert`'s lease module (0.25) needs kube 1.1 and k8s-openapi 0.25. Both
+//! were read against the behaviour `tests/tests/sync_leader.rs` checks and the README promises;
+//! the hand-made elector stays.
 
 mod args;
 mod elector;

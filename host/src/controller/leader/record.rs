@@ -44,7 +44,12 @@ pub(super) fn may_take(spec: &LeaseSpec, seen: Instant, now: Instant, identity: 
 
 /// The record `identity` writes to acquire or renew over `old` (`None`: creating the Lease).
 /// Renewing keeps acquireTime and leaseTransitions; a new holder counts one more transition.
-pub(super) fn claim(old: Option<&LeaseSpec>, identity: &str, lease_seconds: i32, now: Timestamp) -> LeaseSpec {
+pub(super) fn claim(
+    old: Option<&LeaseSpec>,
+    identity: &str,
+    lease_seconds: i32,
+    now: Timestamp,
+) -> LeaseSpec {
     let mut record = LeaseSpec {
         holder_identity: Some(identity.to_string()),
         lease_duration_seconds: Some(lease_seconds),
