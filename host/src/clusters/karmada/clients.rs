@@ -44,25 +44,26 @@ enum SecretError {
 
 /// The members' clients by cluster name, with what each was built from.
 pub(super) struct Clients {
-    /// The hub, where the Secrets are.
-    hub: kube::Client,
     options: ClientOptions,
     cache: Mutex<HashMap<String, (Fingerprint, Cluster)>>,
 }
 
 impl Clients {
-    pub(super) fn new(hub: kube::Client, options: ClientOptions) -> Self {
+    pub(super) fn new(options: ClientOptions) -> Self {
         Clients {
-            hub,
             options,
             cache: Mutex::new(HashMap::new()),
         }
     }
 
     /// The member `target` with a client: the cached one while its fingerprint holds, else a
-    /// new one (with a new [`Cluster::client_id`]).
-    pub(super) async fn connect(&self, target: &Target) -> Result<Cluster, Skip> {
-        let secret = match self.secret(&target.secret).await {
+    /// new one (with a new [`Cluster::client_id`]). Its Secret is read from `hub`.
+    pub(super) async fn connect(
+        &self,
+        hub: &kube::Client,
+        target: &Target,
+    ) -> Result<Cluster, Skip> {
+        let secret = match secret(hub, &target.secret).await {
             Ok(secret) => secret,
             // A hub that does not answer now says nothing about the member: keep its client
             // rather than drop it (and its watch) for one pass.
@@ -104,32 +105,32 @@ impl Clients {
         let (cached, cluster) = cache.get(name)?;
         print.is_none_or(|p| p == cached).then(|| cluster.clone())
     }
+}
 
-    /// The Secret `reference` points at, from the hub.
-    async fn secret(&self, reference: &SecretRef) -> Result<Secret, SecretError> {
-        let api: Api<Secret> = Api::namespaced(self.hub.clone(), &reference.namespace);
-        match api.get_opt(&reference.name).await {
-            Ok(Some(secret)) => Ok(secret),
-            Ok(None) => Err(SecretError::Final(Skip::SecretMissing(
-                reference.to_string(),
-            ))),
-            Err(err) => {
-                // 429 and 5xx answers, timeouts and connection failures pass; other answers
-                // (403: no permission) are the secret's state.
-                let transient = match &err {
-                    kube::Error::Api(status) => status.code == 429 || status.code >= 500,
-                    _ => true,
-                };
-                let skip = Skip::SecretUnreadable {
-                    secret: reference.to_string(),
-                    reason: chain(&err),
-                };
-                Err(if transient {
-                    SecretError::Transient(skip)
-                } else {
-                    SecretError::Final(skip)
-                })
-            }
+/// The Secret `reference` points at, from the hub.
+async fn secret(hub: &kube::Client, reference: &SecretRef) -> Result<Secret, SecretError> {
+    let api: Api<Secret> = Api::namespaced(hub.clone(), &reference.namespace);
+    match api.get_opt(&reference.name).await {
+        Ok(Some(secret)) => Ok(secret),
+        Ok(None) => Err(SecretError::Final(Skip::SecretMissing(
+            reference.to_string(),
+        ))),
+        Err(err) => {
+            // 429 and 5xx answers, timeouts and connection failures pass; other answers
+            // (403: no permission) are the secret's state.
+            let transient = match &err {
+                kube::Error::Api(status) => status.code == 429 || status.code >= 500,
+                _ => true,
+            };
+            let skip = Skip::SecretUnreadable {
+                secret: reference.to_string(),
+                reason: chain(&err),
+            };
+            Err(if transient {
+                SecretError::Transient(skip)
+            } else {
+                SecretError::Final(skip)
+            })
         }
     }
 }

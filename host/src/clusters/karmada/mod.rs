@@ -65,7 +65,7 @@ impl Karmada {
         policy: PolicyEngine,
     ) -> Self {
         Karmada {
-            clients: Clients::new(hub.client.clone(), options),
+            clients: Clients::new(options),
             hub,
             only,
             policy,
@@ -117,7 +117,7 @@ impl Karmada {
             let outcome = match decide(object, &self.only, name_problem) {
                 Ok(target) => self
                     .clients
-                    .connect(&target)
+                    .connect(&self.hub.client, &target)
                     .await
                     .map(|cluster| (target, cluster)),
                 Err(Skip::NotSelected) => continue,
