@@ -20,6 +20,7 @@
 //! # Ok::<(), mcs_policy::engine::EngineError>(())
 //! ```
 
+mod args;
 mod cache;
 pub mod convert;
 mod epoch;
@@ -30,6 +31,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
+pub use args::EngineArgs;
 pub use error::EngineError;
 use runtime::{Loaded, Runtime};
 
