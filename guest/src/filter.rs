@@ -35,21 +35,6 @@ pub fn filter(
         .collect()
 }
 
-/// The copies of `source`'s slices for this MCS, the same for every consumer but `source`.
-pub fn copies(
-    mcs: &McsRef,
-    service_ports: Option<&[ServicePort]>,
-    source: &str,
-    slices: &[EndpointSlice],
-) -> Vec<EndpointSlice> {
-    let allowed = allowed_port_names(mcs, service_ports);
-    slices
-        .iter()
-        .filter(|s| is_source_slice(s, mcs))
-        .filter_map(|s| copy_slice(s.clone(), mcs, source, allowed.as_deref()))
-        .collect()
-}
-
 /// A slice of this Service that the multi-cluster machinery did not make (the loop guard).
 fn is_source_slice(slice: &EndpointSlice, mcs: &McsRef) -> bool {
     let label = |key: &str| {
