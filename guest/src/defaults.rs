@@ -5,40 +5,22 @@ use serde_json::{Value, json};
 use uuid::Uuid;
 
 use crate::decode::{Mcs, decode_mcs};
-use crate::validate::Op;
+use crate::{AdmissionRequest, Operation, PatchOp, PatchOperation};
 
 pub const PERMANENT_ID_LABEL: &str = "multiclusterservice.karmada.io/permanent-id";
 
 /// Names the UUIDv5 namespace of permanent ids, so they cannot collide with other v5 ids.
 const ID_NAMESPACE_NAME: &[u8] = b"multiclusterservice.karmada.io/permanent-id";
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PatchKind {
-    Add,
-    Replace,
-}
-
-/// One JSON Patch operation; `value` is JSON text.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PatchOp {
-    pub kind: PatchKind,
-    pub path: String,
-    pub value: String,
-}
-
-/// The patch for an admission request, or the decode error of a malformed object.
-pub fn default_request(
-    op: Op,
-    uid: &str,
-    object: &str,
-    old_object: Option<&str>,
-) -> Result<Vec<PatchOp>, String> {
-    if op == Op::Other {
+/// The patch for an admission request (WIT `mutate`), or the decode error of a malformed object.
+pub fn default_request(request: &AdmissionRequest) -> Result<Vec<PatchOperation>, String> {
+    let (uid, old_object) = (&request.uid, request.old_object.as_deref());
+    if !matches!(request.operation, Operation::Create | Operation::Update) {
         return Ok(Vec::new());
     }
-    let new = decode_mcs(object)?;
-    let old_id = match op {
-        Op::Update => old_object
+    let new = decode_mcs(&request.object)?;
+    let old_id = match request.operation {
+        Operation::Update => old_object
             .and_then(|o| decode_mcs(o).ok())
             .and_then(|old| current_id(&old).map(str::to_string)),
         _ => None,
@@ -64,18 +46,18 @@ fn current_id(mcs: &Mcs) -> Option<&str> {
 }
 
 /// The smallest operation that makes the label equal `id`, if it is not already.
-fn label_patch(mcs: &Mcs, id: &str) -> Option<PatchOp> {
+fn label_patch(mcs: &Mcs, id: &str) -> Option<PatchOperation> {
     let value = Value::String(id.to_string()).to_string();
     if mcs.meta.absent {
-        return Some(PatchOp {
-            kind: PatchKind::Add,
+        return Some(PatchOperation {
+            op: PatchOp::Add,
             path: "/metadata".to_string(),
             value: json!({ "labels": { PERMANENT_ID_LABEL: id } }).to_string(),
         });
     }
     if mcs.meta.labels_absent {
-        return Some(PatchOp {
-            kind: PatchKind::Add,
+        return Some(PatchOperation {
+            op: PatchOp::Add,
             path: "/metadata/labels".to_string(),
             value: json!({ PERMANENT_ID_LABEL: id }).to_string(),
         });
@@ -83,13 +65,13 @@ fn label_patch(mcs: &Mcs, id: &str) -> Option<PatchOp> {
     let path = format!("/metadata/labels/{}", escape_pointer(PERMANENT_ID_LABEL));
     match mcs.meta.labels.get(PERMANENT_ID_LABEL) {
         Some(current) if current == id => None,
-        Some(_) => Some(PatchOp {
-            kind: PatchKind::Replace,
+        Some(_) => Some(PatchOperation {
+            op: PatchOp::Replace,
             path,
             value,
         }),
-        None => Some(PatchOp {
-            kind: PatchKind::Add,
+        None => Some(PatchOperation {
+            op: PatchOp::Add,
             path,
             value,
         }),
@@ -104,6 +86,20 @@ fn escape_pointer(key: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn run(
+        operation: Operation,
+        _uid: &str,
+        object: &str,
+        old_object: Option<&str>,
+    ) -> Result<Vec<PatchOperation>, String> {
+        default_request(&AdmissionRequest {
+            uid: UID.to_string(),
+            operation,
+            object: object.to_string(),
+            old_object: old_object.map(str::to_string),
+        })
+    }
 
     const UID: &str = "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0";
 
@@ -130,10 +126,15 @@ mod tests {
 
     #[test]
     fn creates_the_labels_map_when_absent() {
-        let ops =
-            default_request(Op::Create, UID, &obj(r#","metadata":{"name":"a"}"#), None).unwrap();
+        let ops = run(
+            Operation::Create,
+            UID,
+            &obj(r#","metadata":{"name":"a"}"#),
+            None,
+        )
+        .unwrap();
         assert_eq!(ops.len(), 1);
-        assert_eq!(ops[0].kind, PatchKind::Add);
+        assert_eq!(ops[0].op, PatchOp::Add);
         assert_eq!(ops[0].path, "/metadata/labels");
         let v: Value = serde_json::from_str(&ops[0].value).unwrap();
         assert_eq!(v[PERMANENT_ID_LABEL], permanent_id_for(UID));
@@ -141,8 +142,8 @@ mod tests {
 
     #[test]
     fn adds_the_label_with_an_escaped_key_when_labels_exist() {
-        let ops = default_request(
-            Op::Create,
+        let ops = run(
+            Operation::Create,
             UID,
             &obj(r#","metadata":{"labels":{"app":"x"}}"#),
             None,
@@ -150,8 +151,8 @@ mod tests {
         .unwrap();
         assert_eq!(
             ops,
-            vec![PatchOp {
-                kind: PatchKind::Add,
+            vec![PatchOperation {
+                op: PatchOp::Add,
                 path: "/metadata/labels/multiclusterservice.karmada.io~1permanent-id".into(),
                 value: format!("\"{}\"", permanent_id_for(UID)),
             }]
@@ -163,16 +164,12 @@ mod tests {
         let empty = obj(&format!(
             r#","metadata":{{"labels":{{"{PERMANENT_ID_LABEL}":""}}}}"#
         ));
-        let ops = default_request(Op::Create, UID, &empty, None).unwrap();
-        assert_eq!(ops[0].kind, PatchKind::Replace);
+        let ops = run(Operation::Create, UID, &empty, None).unwrap();
+        assert_eq!(ops[0].op, PatchOp::Replace);
         let set = obj(&format!(
             r#","metadata":{{"labels":{{"{PERMANENT_ID_LABEL}":"keep"}}}}"#
         ));
-        assert!(
-            default_request(Op::Create, UID, &set, None)
-                .unwrap()
-                .is_empty()
-        );
+        assert!(run(Operation::Create, UID, &set, None).unwrap().is_empty());
     }
 
     #[test]
@@ -181,37 +178,33 @@ mod tests {
             r#","metadata":{{"labels":{{"{PERMANENT_ID_LABEL}":"old-id"}}}}"#
         ));
         let cleared = obj(r#","metadata":{"labels":{}}"#);
-        let ops = default_request(Op::Update, UID, &cleared, Some(&old)).unwrap();
+        let ops = run(Operation::Update, UID, &cleared, Some(&old)).unwrap();
         assert_eq!(ops[0].value, "\"old-id\"");
         let changed = obj(&format!(
             r#","metadata":{{"labels":{{"{PERMANENT_ID_LABEL}":"new-id"}}}}"#
         ));
-        let ops = default_request(Op::Update, UID, &changed, Some(&old)).unwrap();
-        assert_eq!(ops[0].kind, PatchKind::Replace);
+        let ops = run(Operation::Update, UID, &changed, Some(&old)).unwrap();
+        assert_eq!(ops[0].op, PatchOp::Replace);
         assert_eq!(ops[0].value, "\"old-id\"");
     }
 
     #[test]
     fn creates_metadata_when_the_object_has_none() {
-        let ops = default_request(Op::Create, UID, &obj(""), None).unwrap();
+        let ops = run(Operation::Create, UID, &obj(""), None).unwrap();
         assert_eq!(ops[0].path, "/metadata");
     }
 
     #[test]
     fn malformed_objects_are_errors_and_other_operations_pass() {
         assert!(
-            default_request(
-                Op::Create,
+            run(
+                Operation::Create,
                 UID,
                 r#"{"kind":"Service","apiVersion":"v1"}"#,
                 None
             )
             .is_err()
         );
-        assert!(
-            default_request(Op::Other, UID, "", None)
-                .unwrap()
-                .is_empty()
-        );
+        assert!(run(Operation::Delete, UID, "", None).unwrap().is_empty());
     }
 }

@@ -1,36 +1,31 @@
-//! Field errors and their rendering, byte for byte as Kubernetes' `field.Error` and
-//! `ErrorList.ToAggregate()` print them (SPEC §2.5). Every rule module produces these.
+//! Field errors (the WIT `field-error`) and their rendering, byte for byte as Kubernetes'
+//! `field.Error` and `ErrorList.ToAggregate()` print them
+//! ([rendering](../../docs/validation.md#rendering-of-errors)). Every rule module produces these.
 
 use std::collections::BTreeSet;
 
 use crate::gofmt::{go_json_string, go_quote};
+use crate::{ErrorType, FieldError};
 
-/// Kind of a field error; `label()` is the text Kubernetes prints.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
-    Required,
-    Invalid,
-    Duplicate,
-    Unsupported,
-    Forbidden,
-    TooLong,
-}
-
-impl Kind {
+impl ErrorType {
+    /// The text Kubernetes prints for the kind.
     pub fn label(self) -> &'static str {
         match self {
-            Kind::Required => "Required value",
-            Kind::Invalid => "Invalid value",
-            Kind::Duplicate => "Duplicate value",
-            Kind::Unsupported => "Unsupported value",
-            Kind::Forbidden => "Forbidden",
-            Kind::TooLong => "Too long",
+            ErrorType::Required => "Required value",
+            ErrorType::Invalid => "Invalid value",
+            ErrorType::Duplicate => "Duplicate value",
+            ErrorType::Unsupported => "Unsupported value",
+            ErrorType::Forbidden => "Forbidden",
+            ErrorType::TooLong => "Too long",
         }
     }
 
     /// Required, Forbidden and Too long never print the bad value.
     fn prints_value(self) -> bool {
-        matches!(self, Kind::Invalid | Kind::Duplicate | Kind::Unsupported)
+        matches!(
+            self,
+            ErrorType::Invalid | ErrorType::Duplicate | ErrorType::Unsupported
+        )
     }
 }
 
@@ -66,24 +61,17 @@ impl BadValue {
     }
 }
 
-/// One validation failure: `<field>: <Type>[: <value>][: <detail>]`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FieldError {
-    pub kind: Kind,
-    pub field: String,
-    pub value: Option<BadValue>,
-    pub detail: String,
-}
-
+/// One validation failure: `<field>: <Type>[: <value>][: <detail>]`. The bad value is rendered
+/// when the error is made, and only for the kinds that print it.
 impl FieldError {
     pub fn required(field: impl Into<String>, detail: impl Into<String>) -> Self {
-        Self::new(Kind::Required, field, None, detail)
+        Self::new(ErrorType::Required, field, None, detail)
     }
     pub fn invalid(field: impl Into<String>, value: BadValue, detail: impl Into<String>) -> Self {
-        Self::new(Kind::Invalid, field, Some(value), detail)
+        Self::new(ErrorType::Invalid, field, Some(value), detail)
     }
     pub fn duplicate(field: impl Into<String>, value: BadValue) -> Self {
-        Self::new(Kind::Duplicate, field, Some(value), "")
+        Self::new(ErrorType::Duplicate, field, Some(value), "")
     }
     pub fn unsupported(field: impl Into<String>, value: BadValue, supported: &[String]) -> Self {
         let detail = if supported.is_empty() {
@@ -92,16 +80,16 @@ impl FieldError {
             let quoted: Vec<String> = supported.iter().map(|s| go_quote(s)).collect();
             format!("supported values: {}", quoted.join(", "))
         };
-        Self::new(Kind::Unsupported, field, Some(value), detail)
+        Self::new(ErrorType::Unsupported, field, Some(value), detail)
     }
     pub fn forbidden(field: impl Into<String>, detail: impl Into<String>) -> Self {
-        Self::new(Kind::Forbidden, field, None, detail)
+        Self::new(ErrorType::Forbidden, field, None, detail)
     }
     /// `field.TooLong(path, _, max)` with a byte limit.
     pub fn too_long_bytes(field: impl Into<String>, max: usize) -> Self {
         let unit = if max == 1 { "byte" } else { "bytes" };
         Self::new(
-            Kind::TooLong,
+            ErrorType::TooLong,
             field,
             None,
             format!("may not be more than {max} {unit}"),
@@ -109,33 +97,27 @@ impl FieldError {
     }
 
     fn new(
-        kind: Kind,
+        error_type: ErrorType,
         field: impl Into<String>,
         value: Option<BadValue>,
         detail: impl Into<String>,
     ) -> Self {
         FieldError {
-            kind,
+            error_type,
             field: field.into(),
-            value,
+            value: value
+                .filter(|_| error_type.prints_value())
+                .map(|v| v.render()),
             detail: detail.into(),
         }
     }
 
-    /// The value as printed in the message, or `None` for kinds that print no value.
-    pub fn rendered_value(&self) -> Option<String> {
-        if !self.kind.prints_value() {
-            return None;
-        }
-        self.value.as_ref().map(BadValue::render)
-    }
-
     /// `<field>: <Type>[: <value>][: <detail>]`
     pub fn render(&self) -> String {
-        let mut s = format!("{}: {}", self.field, self.kind.label());
-        if let Some(v) = self.rendered_value() {
+        let mut s = format!("{}: {}", self.field, self.error_type.label());
+        if let Some(v) = &self.value {
             s.push_str(": ");
-            s.push_str(&v);
+            s.push_str(v);
         }
         if !self.detail.is_empty() {
             s.push_str(": ");

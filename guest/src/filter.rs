@@ -1,5 +1,5 @@
-//! The endpoint filter (SPEC §4.4–4.5): which EndpointSlices of a provider cluster a consumer
-//! cluster receives, and in what shape.
+//! The endpoint filter ([copies](../../docs/sync.md#copies-the-endpoint-filter)): which
+//! EndpointSlices of a provider cluster a consumer cluster receives, and in what shape.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -15,7 +15,8 @@ const MAX_NAME: usize = 253;
 /// `-` plus 16 hex digits of the hash.
 const HASH_SUFFIX_LEN: usize = 17;
 
-/// The copies `consumer` must hold of `source`'s slices for this MCS.
+/// The copies `consumer` must hold of `source`'s slices for this MCS (WIT `filter`): none when
+/// the consumer is the source (never back to the provider), else [`copies`].
 pub fn filter(
     mcs: &McsRef,
     service_ports: Option<&[ServicePort]>,

@@ -4,8 +4,9 @@
 
 use std::collections::BTreeSet;
 
+use crate::FieldError;
 use crate::decode::{ManagedFields, ObjectMeta, OwnerReference};
-use crate::field::{BadValue, FieldError};
+use crate::field::BadValue;
 use crate::gofmt::{go_json_string, go_string_slice_literal};
 use crate::names;
 use crate::time::json_or_null;

@@ -9,26 +9,13 @@ use crate::field::aggregate;
 use crate::filter::{
     DISPATCH_MANAGER, MANAGED_BY_LABEL, PROVISION_CLUSTER_ANNOTATION, SERVICE_NAME_LABEL,
 };
-use crate::validate::{CROSS_CLUSTER, Known, Rules, validate_mcs};
-use crate::{EndpointSlice, ExposurePort, McsRef};
-
-/// The plan for one MCS, as plain values (`lib.rs` maps it onto the WIT record).
-#[derive(Clone, Debug, PartialEq)]
-pub struct Plan {
-    pub active: bool,
-    pub deleting: bool,
-    pub invalid: Option<String>,
-    pub mcs: McsRef,
-    pub providers: Vec<String>,
-    pub consumers: Vec<String>,
-    pub unknown_providers: Vec<String>,
-    pub unknown_consumers: Vec<String>,
-}
+use crate::validate::{CROSS_CLUSTER, KARMADA_COMPATIBLE, NOTHING_KNOWN, validate_mcs};
+use crate::{EndpointSlice, ExposurePort, McsRef, SyncPlan};
 
 /// Plans the sync of an MCS (JSON text) against the registered cluster names.
-pub fn plan(raw: &str, registered: &[String]) -> Result<Plan, String> {
+pub fn plan(raw: &str, registered: &[String]) -> Result<SyncPlan, String> {
     let mcs = decode_mcs(raw)?;
-    let errors = validate_mcs(&mcs, &Rules::default(), &Known::default());
+    let errors = validate_mcs(&mcs, &KARMADA_COMPATIBLE, &NOTHING_KNOWN);
     let invalid = (!errors.is_empty()).then(|| aggregate(&errors));
     let deleting = mcs.meta.deletion_timestamp.is_some();
     let cross_cluster = mcs
@@ -40,7 +27,7 @@ pub fn plan(raw: &str, registered: &[String]) -> Result<Plan, String> {
         .any(|t| t == CROSS_CLUSTER);
     let (providers, unknown_providers) = select(&mcs.spec.provider_clusters, registered);
     let (consumers, unknown_consumers) = select(&mcs.spec.consumer_clusters, registered);
-    Ok(Plan {
+    Ok(SyncPlan {
         active: cross_cluster && invalid.is_none() && !deleting,
         deleting,
         invalid,

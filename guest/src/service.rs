@@ -1,7 +1,7 @@
-//! The Service step's decision (SPEC §4.7): how a member cluster's copy of the hub Service looks.
-//! The hub's Service is the template; a member without it gets a copy minus the fields the
-//! member assigns, and a member whose ports, type or selector differ gets the template's spec
-//! with its own assigned fields kept. Objects are `v1` Service JSON; `null` means absent, as
+//! The Service step's decision ([Service propagation](../../docs/sync.md#service-propagation)):
+//! how a member cluster's copy of the hub Service looks. The hub's Service is the template; a
+//! member without it gets a copy minus the fields the member assigns, and a member whose ports,
+//! type or selector differ gets the template's spec with its own assigned fields kept. Objects are `v1` Service JSON; `null` means absent, as
 //! when the host decodes them into typed objects.
 //!
 //! Headless Services (`clusterIP: None`) stay headless: the copy keeps `clusterIP: None`. An API
@@ -15,19 +15,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
-/// What to do in one member cluster.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Action {
-    Unchanged,
-    /// Create this Service (JSON text).
-    Create(String),
-    /// Replace the member's Service with this one (JSON text).
-    Replace(String),
-    /// Delete the member's Service (ours, headlessness differs) and create this one (JSON text).
-    Recreate(String),
-    /// The member's Service cannot be made to match and is not ours to delete: why.
-    Conflict(String),
-}
+use crate::ServiceAction;
 
 /// Fields of `spec` the member cluster assigns.
 const ASSIGNED: [&str; 3] = ["clusterIP", "clusterIPs", "healthCheckNodePort"];
@@ -42,22 +30,24 @@ pub const CREATED_BY_LABEL: &str = "networking.karmada.io/created-by";
 pub const CREATED_BY: &str = "mcs-policy";
 
 /// The decision for a member holding `existing` (`None`: no such Service) given `template`.
-pub fn service(template: &str, existing: Option<&str>) -> Result<Action, String> {
+pub fn service(template: &str, existing: Option<&str>) -> Result<ServiceAction, String> {
     let template = decode(template, "template")?;
     let Some(existing) = existing else {
-        return Ok(Action::Create(member_copy(&template).to_string()));
+        return Ok(ServiceAction::Create(member_copy(&template).to_string()));
     };
     let existing = decode(existing, "existing service")?;
     if !differs(&template, &existing) {
-        return Ok(Action::Unchanged);
+        return Ok(ServiceAction::Unchanged);
     }
     if is_headless(&template) == is_headless(&existing) {
-        return Ok(Action::Replace(updated(&template, &existing).to_string()));
+        return Ok(ServiceAction::Replace(
+            updated(&template, &existing).to_string(),
+        ));
     }
     if created_by_us(&existing) {
-        return Ok(Action::Recreate(member_copy(&template).to_string()));
+        return Ok(ServiceAction::Recreate(member_copy(&template).to_string()));
     }
-    Ok(Action::Conflict(headlessness_conflict(&template)))
+    Ok(ServiceAction::Conflict(headlessness_conflict(&template)))
 }
 
 /// Whether a Service is headless (`spec.clusterIP: None`).
@@ -356,19 +346,21 @@ mod tests {
 
     use super::*;
 
-    fn decide(template: &Value, existing: Option<&Value>) -> Result<Action, String> {
+    fn decide(template: &Value, existing: Option<&Value>) -> Result<ServiceAction, String> {
         service(
             &template.to_string(),
             existing.map(Value::to_string).as_deref(),
         )
     }
 
-    fn object_of(action: Action) -> Value {
+    fn object_of(action: ServiceAction) -> Value {
         match action {
-            Action::Create(text) | Action::Replace(text) | Action::Recreate(text) => {
-                serde_json::from_str(&text).unwrap()
+            ServiceAction::Create(text)
+            | ServiceAction::Replace(text)
+            | ServiceAction::Recreate(text) => serde_json::from_str(&text).unwrap(),
+            ServiceAction::Unchanged | ServiceAction::Conflict(_) => {
+                panic!("no object in {action:?}")
             }
-            Action::Unchanged | Action::Conflict(_) => panic!("no object in {action:?}"),
         }
     }
 
@@ -466,7 +458,7 @@ mod tests {
         let same = headless(json!({"member": "own"}));
         assert_eq!(
             decide(&headless(json!({})), Some(&same)).unwrap(),
-            Action::Unchanged
+            ServiceAction::Unchanged
         );
     }
 
@@ -477,7 +469,7 @@ mod tests {
         let copy = object_of(to_headless.unwrap());
         assert_eq!(copy["spec"]["clusterIP"], "None");
         let from_headless = decide(&with_cluster_ip(json!({})), Some(&headless(ours)));
-        let Action::Recreate(text) = from_headless.unwrap() else {
+        let ServiceAction::Recreate(text) = from_headless.unwrap() else {
             panic!("recreate expected");
         };
         let copy: Value = serde_json::from_str(&text).unwrap();
@@ -486,7 +478,7 @@ mod tests {
             (headless(json!({})), with_cluster_ip(json!({"other": "x"}))),
             (with_cluster_ip(json!({})), headless(Value::Null)),
         ] {
-            let Action::Conflict(why) = decide(&template, Some(&member)).unwrap() else {
+            let ServiceAction::Conflict(why) = decide(&template, Some(&member)).unwrap() else {
                 panic!("conflict expected for {member}");
             };
             assert!(why.contains("not created by mcs-policy"), "{why}");
@@ -497,7 +489,7 @@ mod tests {
     fn only_api_server_defaults_and_assigned_fields_differing_is_unchanged() {
         assert_eq!(
             decide(&template(), Some(&member())).unwrap(),
-            Action::Unchanged
+            ServiceAction::Unchanged
         );
     }
 
@@ -506,9 +498,9 @@ mod tests {
         let t = json!({"spec": {"ports": [{"port": 80}]}});
         let m = json!({"spec": {"type": "ClusterIP", "selector": {},
                                 "ports": [{"port": 80, "protocol": "TCP", "targetPort": 80}]}});
-        assert_eq!(decide(&t, Some(&m)).unwrap(), Action::Unchanged);
+        assert_eq!(decide(&t, Some(&m)).unwrap(), ServiceAction::Unchanged);
         let nulls = json!({"spec": {"type": null, "selector": null, "ports": [{"port": 80}]}});
-        assert_eq!(decide(&nulls, Some(&m)).unwrap(), Action::Unchanged);
+        assert_eq!(decide(&nulls, Some(&m)).unwrap(), ServiceAction::Unchanged);
     }
 
     #[test]
@@ -528,7 +520,10 @@ mod tests {
             .push(json!({"name": "https", "port": 443}));
         for t in [selector, kind, target, protocol, more] {
             assert!(
-                matches!(decide(&t, Some(&member())).unwrap(), Action::Replace(_)),
+                matches!(
+                    decide(&t, Some(&member())).unwrap(),
+                    ServiceAction::Replace(_)
+                ),
                 "{t}"
             );
         }

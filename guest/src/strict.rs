@@ -1,15 +1,16 @@
-//! The rules of the `strict` policy (SPEC §6), each behind its own setting. They run after the
+//! The rules of the `strict` policy ([policies](../../docs/policies.md)), each behind its own
+//! setting. They run after the
 //! Karmada-compatible rules, so a strict policy only ever adds errors and warnings.
 
 use std::collections::BTreeSet;
 
 use crate::decode::Mcs;
-use crate::field::{BadValue, FieldError, child, index};
-use crate::validate::{Known, Rules};
+use crate::field::{BadValue, child, index};
+use crate::{Context, FieldError, Settings};
 
 /// Errors of the enabled strict rules, in this order: empty types, repeated types, duplicate
 /// provider names, duplicate consumer names, port names unknown to the hub Service.
-pub fn errors(mcs: &Mcs, rules: &Rules, known: &Known) -> Vec<FieldError> {
+pub fn errors(mcs: &Mcs, rules: &Settings, known: &Context) -> Vec<FieldError> {
     let spec = &mcs.spec;
     let types = spec.types.as_deref().unwrap_or_default();
     let mut errs = Vec::new();
@@ -40,7 +41,7 @@ pub fn errors(mcs: &Mcs, rules: &Rules, known: &Known) -> Vec<FieldError> {
     if let (true, Some(service_ports)) = (rules.reject_unknown_port_names, &known.service_ports) {
         let supported: Vec<String> = service_ports
             .iter()
-            .map(|(name, _)| name.clone())
+            .map(|port| port.name.clone())
             .filter(|n| !n.is_empty())
             .collect();
         let known: BTreeSet<&str> = supported.iter().map(String::as_str).collect();
@@ -58,7 +59,7 @@ pub fn errors(mcs: &Mcs, rules: &Rules, known: &Known) -> Vec<FieldError> {
 }
 
 /// Admission warnings: cluster names that are not registered (when the registry is known).
-pub fn warnings(mcs: &Mcs, rules: &Rules, known: &Known) -> Vec<String> {
+pub fn warnings(mcs: &Mcs, rules: &Settings, known: &Context) -> Vec<String> {
     let (true, Some(registered)) = (rules.warn_unregistered_clusters, &known.registered_clusters)
     else {
         return Vec::new();

@@ -1,96 +1,80 @@
-//! Validation of a MultiClusterService admission request (SPEC §2 and the strict rules of §6):
-//! decode, then metadata, spec and (on update) immutability and status rules, rendered as
-//! Kubernetes renders field errors.
+//! Validation of a MultiClusterService admission request ([validation](../../docs/validation.md),
+//! the strict rules of [policies](../../docs/policies.md)): decode, then metadata, spec and (on
+//! update) immutability and status rules, rendered as Kubernetes renders field errors.
 
 use std::collections::BTreeSet;
 
 use crate::decode::{Ingress, Mcs, decode_mcs};
-use crate::field::{BadValue, FieldError, aggregate, child, index};
-use crate::names;
-use crate::{meta, strict};
+use crate::field::{BadValue, aggregate, child, index};
+use crate::{
+    AdmissionRequest, Context, Denial, FieldError, Operation, Rejection, Settings, meta, names,
+    strict,
+};
 
 pub const CROSS_CLUSTER: &str = "CrossCluster";
 pub const LOAD_BALANCER: &str = "LoadBalancer";
 
-/// Settings and context as plain values (the WIT records map onto these in `lib.rs`).
-#[derive(Clone, Debug, Default)]
-pub struct Rules {
-    pub reject_empty_types: bool,
-    pub reject_repeated_types: bool,
-    pub reject_duplicate_cluster_names: bool,
-    pub reject_unknown_port_names: bool,
-    pub warn_unregistered_clusters: bool,
-}
+/// The `karmada-compatible` policy: no rule beyond Karmada's.
+pub const KARMADA_COMPATIBLE: Settings = Settings {
+    reject_empty_types: false,
+    reject_repeated_types: false,
+    reject_duplicate_cluster_names: false,
+    reject_unknown_port_names: false,
+    warn_unregistered_clusters: false,
+};
 
-/// What the host knows about the environment.
-#[derive(Clone, Debug, Default)]
-pub struct Known {
-    pub registered_clusters: Option<Vec<String>>,
-    /// `(name, port)` of the hub Service's ports.
-    pub service_ports: Option<Vec<(String, i32)>>,
-}
+/// Nothing known about the environment.
+pub const NOTHING_KNOWN: Context = Context {
+    registered_clusters: None,
+    service_ports: None,
+};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Op {
-    Create,
-    Update,
-    Other,
-}
-
-/// Why a request is refused.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Refusal {
-    /// Does not decode: HTTP 400 with this message.
-    Malformed(String),
-    /// Breaks rules: HTTP 403 with the aggregated message.
-    Forbidden {
-        errors: Vec<FieldError>,
-        message: String,
-        warnings: Vec<String>,
-    },
-}
-
-/// Validates an admission request; `Ok` carries the warnings of an allowed request.
+/// Validates an admission request (WIT `validate`); `Ok` carries the warnings of an allowed
+/// request.
 pub fn validate_request(
-    op: Op,
-    object: &str,
-    old_object: Option<&str>,
-    rules: &Rules,
-    known: &Known,
-) -> Result<Vec<String>, Refusal> {
-    if op == Op::Other {
+    request: &AdmissionRequest,
+    settings: &Settings,
+    context: &Context,
+) -> Result<Vec<String>, Denial> {
+    if !matches!(request.operation, Operation::Create | Operation::Update) {
         return Ok(Vec::new());
     }
-    let new = decode_mcs(object).map_err(Refusal::Malformed)?;
-    let errors = match op {
-        Op::Update => {
-            let old = decode_mcs(old_object.unwrap_or_default()).map_err(Refusal::Malformed)?;
-            validate_update(&new, &old, rules, known)
+    let new = decode_mcs(&request.object).map_err(Denial::Malformed)?;
+    let errors = match request.operation {
+        Operation::Update => {
+            let old = decode_mcs(request.old_object.as_deref().unwrap_or_default())
+                .map_err(Denial::Malformed)?;
+            validate_update(&new, &old, settings, context)
         }
-        _ => validate_mcs(&new, rules, known),
+        _ => validate_mcs(&new, settings, context),
     };
-    let warnings = strict::warnings(&new, rules, known);
+    let warnings = strict::warnings(&new, settings, context);
     if errors.is_empty() {
         Ok(warnings)
     } else {
-        Err(Refusal::Forbidden {
+        Err(Denial::Forbidden(Rejection {
             message: aggregate(&errors),
             errors,
             warnings,
-        })
+        }))
     }
 }
 
 /// SPEC §2.2 + §2.3 (+ strict rules): the checks shared by create and update.
-pub fn validate_mcs(mcs: &Mcs, rules: &Rules, known: &Known) -> Vec<FieldError> {
+pub fn validate_mcs(mcs: &Mcs, settings: &Settings, context: &Context) -> Vec<FieldError> {
     let mut errs = meta::validate_create(&mcs.meta);
     errs.extend(validate_spec(mcs));
-    errs.extend(strict::errors(mcs, rules, known));
+    errs.extend(strict::errors(mcs, settings, context));
     errs
 }
 
 /// SPEC §2.4: metadata update, types immutability, the whole object, then status.
-pub fn validate_update(new: &Mcs, old: &Mcs, rules: &Rules, known: &Known) -> Vec<FieldError> {
+pub fn validate_update(
+    new: &Mcs,
+    old: &Mcs,
+    settings: &Settings,
+    context: &Context,
+) -> Vec<FieldError> {
     let mut errs = meta::validate_update(&new.meta, &old.meta);
     if new.spec.types != old.spec.types {
         errs.push(FieldError::invalid(
@@ -102,7 +86,7 @@ pub fn validate_update(new: &Mcs, old: &Mcs, rules: &Rules, known: &Known) -> Ve
             "MultiClusterService types are immutable",
         ));
     }
-    errs.extend(validate_mcs(new, rules, known));
+    errs.extend(validate_mcs(new, settings, context));
     errs.extend(load_balancer_status(&new.ingress));
     errs
 }

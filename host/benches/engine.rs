@@ -190,7 +190,7 @@ fn main() {
         Ok(vec![])
     );
     assert_eq!(
-        guest::validate_request(&guest_req, &guest_settings, &guest_context),
+        guest::validate::validate_request(&guest_req, &guest_settings, &guest_context),
         Ok(vec![])
     );
 
@@ -217,7 +217,7 @@ fn main() {
         );
     });
     let native = measure(3000, || {
-        let _ = black_box(guest::validate_request(
+        let _ = black_box(guest::validate::validate_request(
             black_box(&guest_noop),
             &guest_settings,
             &guest_context,
@@ -233,7 +233,7 @@ fn main() {
         );
     });
     let native = measure(3000, || {
-        let _ = black_box(guest::validate_request(
+        let _ = black_box(guest::validate::validate_request(
             black_box(&guest_req),
             &guest_settings,
             &guest_context,
@@ -245,7 +245,7 @@ fn main() {
         black_box(engine.mutate(&host_req, &host_settings, BUDGET).unwrap()).ok();
     });
     let native = measure(3000, || {
-        black_box(guest::mutate_request(black_box(&guest_req))).ok();
+        black_box(guest::defaults::default_request(black_box(&guest_req))).ok();
     });
     row("mutate (µs)", &wasm, &native);
 

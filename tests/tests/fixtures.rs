@@ -175,7 +175,7 @@ fn every_filter_fixture_gets_the_expected_copies() {
 
 /// The guest's `service`, compiled natively, with its answer as the host's WIT type.
 fn native_service(template: &str, existing: Option<&str>) -> Result<ServiceAction, String> {
-    guest::service_action(template, existing).map(|action| match action {
+    guest::service::service(template, existing).map(|action| match action {
         guest::ServiceAction::Unchanged => ServiceAction::Unchanged,
         guest::ServiceAction::Create(json) => ServiceAction::Create(json),
         guest::ServiceAction::Replace(json) => ServiceAction::Replace(json),

@@ -220,10 +220,10 @@ pub fn answer(call: &Call) -> Answer {
             settings,
             context,
         } => Answer::Validate(
-            g::Policy::validate(request.conv(), settings.conv(), context.conv()).conv(),
+            g::Component::validate(request.conv(), settings.conv(), context.conv()).conv(),
         ),
         Call::Mutate { request, settings } => {
-            Answer::Mutate(g::Policy::mutate(request.conv(), settings.conv()).conv())
+            Answer::Mutate(g::Component::mutate(request.conv(), settings.conv()).conv())
         }
         Call::Filter {
             mcs,
@@ -232,7 +232,7 @@ pub fn answer(call: &Call) -> Answer {
             consumer_cluster,
             slices,
         } => Answer::Filter(
-            g::Policy::filter(
+            g::Component::filter(
                 mcs.conv(),
                 service_ports.conv(),
                 source_cluster,
@@ -244,23 +244,23 @@ pub fn answer(call: &Call) -> Answer {
         Call::Plan {
             mcs,
             registered_clusters,
-        } => Answer::Plan(g::Policy::plan(mcs, registered_clusters).conv()),
+        } => Answer::Plan(g::Component::plan(mcs, registered_clusters).conv()),
         Call::Prune {
             mcs,
             existing,
             desired,
             kept_sources,
-        } => Answer::Prune(g::Policy::prune(
+        } => Answer::Prune(g::Component::prune(
             mcs.conv(),
             existing.conv(),
             desired,
             kept_sources,
         )),
         Call::Service { template, existing } => {
-            Answer::Service(g::Policy::service(template, existing).conv())
+            Answer::Service(g::Component::service(template, existing).conv())
         }
         Call::ClusterNameProblem { name } => {
-            Answer::ClusterNameProblem(g::Policy::cluster_name_problem(name))
+            Answer::ClusterNameProblem(g::Component::cluster_name_problem(name))
         }
     }
 }
