@@ -1,6 +1,6 @@
 //! Decoding `request.object` as a MultiClusterService, with the errors Karmada's decoder gives
 //! (apiVersion/kind checks, then Go `encoding/json` type errors). A failure here is answered with
-//! HTTP 400 (SPEC §2.1). Unknown fields are ignored and `null` means "zero value", as in Go.
+//! HTTP 400 (docs/validation.md#outcome). Unknown fields are ignored and `null` means "zero value", as in Go.
 
 use std::collections::BTreeMap;
 

@@ -1,4 +1,4 @@
-//! Defaulting (SPEC §3): the permanent-id label, as a minimal RFC 6902 patch against the object
+//! Defaulting (docs/defaulting.md): the permanent-id label, as a minimal RFC 6902 patch against the object
 //! as sent. Deterministic: the id comes from the old object (UPDATE) or from the request uid.
 
 use serde_json::{Value, json};

@@ -1,4 +1,4 @@
-//! ObjectMeta rules (SPEC §2.2 and §2.4 items 1–3): Kubernetes' `ValidateObjectMeta` with names
+//! ObjectMeta rules (docs/validation.md#metadata-rules and docs/validation.md#metadata-update-checks): Kubernetes' `ValidateObjectMeta` with names
 //! checked as DNS-1035 labels, and the metadata part of `ValidateObjectMetaUpdate`.
 //! Maps are visited in sorted key order (Go's order is random; ours is stable).
 
@@ -27,7 +27,7 @@ pub fn validate_create(meta: &ObjectMeta) -> Vec<FieldError> {
         }
     }
     if meta.name.is_empty() {
-        // SPEC §2.2.1: only when there is no generateName either.
+        // docs/validation.md#name-and-generatename: only when there is no generateName either.
         if meta.generate_name.is_empty() {
             errs.push(FieldError::required(
                 "metadata.name",
@@ -69,7 +69,7 @@ pub fn validate_create(meta: &ObjectMeta) -> Vec<FieldError> {
     errs
 }
 
-/// The metadata checks of an update (SPEC §2.4 items 1–3, plus the generation and deletion
+/// The metadata checks of an update (docs/validation.md#metadata-update-checks, plus the generation and deletion
 /// fields Kubernetes checks in the same step).
 pub fn validate_update(new: &ObjectMeta, old: &ObjectMeta) -> Vec<FieldError> {
     let mut errs = Vec::new();

@@ -1,5 +1,5 @@
-//! The sync controller's decisions that are not about a single slice (SPEC §4.2, §4.3, §4.6,
-//! §4.10): whether an MCS acts, which clusters provide and consume, which names are unknown,
+//! The sync controller's decisions that are not about a single slice (docs/sync.md#which-multiclusterservices-act, docs/sync.md#provider-and-consumer-sets, docs/sync.md#dispatch-and-prune,
+//! docs/sync.md#deletion-and-the-finalizer): whether an MCS acts, which clusters provide and consume, which names are unknown,
 //! and which existing copies are stale.
 
 use std::collections::BTreeSet;

@@ -60,7 +60,7 @@ pub fn validate_request(
     }
 }
 
-/// SPEC §2.2 + §2.3 (+ strict rules): the checks shared by create and update.
+/// docs/validation.md#metadata-rules + docs/validation.md#spec-rules (+ strict rules): the checks shared by create and update.
 pub fn validate_mcs(mcs: &Mcs, settings: &Settings, context: &Context) -> Vec<FieldError> {
     let mut errs = meta::validate_create(&mcs.meta);
     errs.extend(validate_spec(mcs));
@@ -68,7 +68,7 @@ pub fn validate_mcs(mcs: &Mcs, settings: &Settings, context: &Context) -> Vec<Fi
     errs
 }
 
-/// SPEC §2.4: metadata update, types immutability, the whole object, then status.
+/// docs/validation.md#update-rules: metadata update, types immutability, the whole object, then status.
 pub fn validate_update(
     new: &Mcs,
     old: &Mcs,
@@ -91,7 +91,7 @@ pub fn validate_update(
     errs
 }
 
-/// SPEC §2.3, in order: ports, types, provider clusters, consumer clusters.
+/// docs/validation.md#spec-rules, in order: ports, types, provider clusters, consumer clusters.
 fn validate_spec(mcs: &Mcs) -> Vec<FieldError> {
     let spec = &mcs.spec;
     let mut errs = Vec::new();
@@ -159,7 +159,7 @@ fn validate_spec(mcs: &Mcs) -> Vec<FieldError> {
     errs
 }
 
-/// SPEC §2.4 item 5: Karmada's lifted `ValidateLoadBalancerStatus`.
+/// docs/validation.md#load-balancer-status: Karmada's lifted `ValidateLoadBalancerStatus`.
 fn load_balancer_status(ingress: &[Ingress]) -> Vec<FieldError> {
     let mut errs = Vec::new();
     for (i, ing) in ingress.iter().enumerate() {

@@ -248,7 +248,7 @@ fn workload(count: usize, members: usize) -> Vec<Mcs> {
         .collect()
 }
 
-/// The copy of native slice `slice` from `provider` (the component's naming, SPEC §4.5).
+/// The copy of native slice `slice` from `provider` (the component's naming, docs/sync.md#copies-the-endpoint-filter).
 fn copy_name(fleet: &Fleet, provider: usize, slice: &str) -> String {
     format!("{}-{slice}", fleet.members[provider].0)
 }

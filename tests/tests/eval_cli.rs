@@ -1,4 +1,4 @@
-//! `mcs-policy eval` and `mcs-policy component` as a user runs them (ARCHITECTURE §3): exit 0
+//! `mcs-policy eval` and `mcs-policy component` as a user runs them (docs/architecture.md#public-contracts): exit 0
 //! whenever a response was produced, non-zero with a message on stderr for unreadable input.
 
 use std::io::Write;

@@ -1,5 +1,5 @@
-//! `mcs-policy sync` when member clusters answer as real API servers do under trouble (SPEC §5,
-//! §4.8): kube-sim injects 409/422/429/500/401 answers, drops watch streams and goes
+//! `mcs-policy sync` when member clusters answer as real API servers do under trouble (docs/api-errors.md,
+//! docs/sync.md#unready-and-unreachable-clusters): kube-sim injects 409/422/429/500/401 answers, drops watch streams and goes
 //! unreachable, and the controller must converge, report what failed per cluster, and keep
 //! the other clusters going. Most tests resync only once an hour, so what repairs the state
 //! is the watch, the in-pass retry or the failure requeue under test, not a periodic pass.

@@ -1,6 +1,6 @@
-//! `mcs-policy sync --karmada-clusters` against kube-sim clusters (SPEC §4.1, push mode): the
+//! `mcs-policy sync --karmada-clusters` against kube-sim clusters (docs/sync.md#clusters-and-readiness, push mode): the
 //! members are the hub's push-mode Karmada Cluster objects, reached with the token of the
-//! secret each names; their `Ready` condition says whether they are ready (§4.8); the
+//! secret each names; their `Ready` condition says whether they are ready (docs/sync.md#unready-and-unreachable-clusters); the
 //! membership follows the Cluster objects while the controller runs.
 
 use std::time::Duration;
@@ -152,7 +152,7 @@ async fn a_consumer_whose_ready_condition_is_false_is_skipped_until_it_turns_tru
     w.add_native_slice(&member1, "web-a", "10.1.0.1").await;
     post(&w.http, &w.hub, MCS, &member1_to_member2()).await;
 
-    // Its API answers, but Karmada says it is not ready: skipped (SPEC §4.8).
+    // Its API answers, but Karmada says it is not ready: skipped (docs/sync.md#unready-and-unreachable-clusters).
     w.await_dispatched("False", "member2").await;
     tokio::time::sleep(Duration::from_millis(600)).await;
     assert_eq!(w.slice_names(&member2).await, Vec::<String>::new());

@@ -1,4 +1,4 @@
-//! `mcs-policy sync --leader-elect` (SPEC §4.11): of several replicas exactly one holds the
+//! `mcs-policy sync --leader-elect` (docs/sync.md#high-availability): of several replicas exactly one holds the
 //! hub's Lease and syncs; when it crashes another takes over once the lease runs out, when it
 //! stops gracefully it hands the Lease over at once, and a leader that cannot renew exits.
 

@@ -13,7 +13,7 @@ use super::read::{mcs_resource, object_name};
 use super::retry::on_conflict;
 use crate::engine::{convert, types};
 
-/// The finalizer that lets the controller remove copies before an MCS goes (SPEC §4.10).
+/// The finalizer that lets the controller remove copies before an MCS goes (docs/sync.md#deletion-and-the-finalizer).
 pub const FINALIZER: &str = "networking.karmada.io/mcs-policy-sync";
 
 /// What could not be written.

@@ -1,4 +1,4 @@
-//! The *events* step (SPEC §4.3, §4.9): core v1 Events on the MultiClusterService in the hub.
+//! The *events* step (docs/sync.md#provider-and-consumer-sets, docs/sync.md#status-conditions-and-events): core v1 Events on the MultiClusterService in the hub.
 //! To avoid one Event per resync, an Event is emitted only when what it reports changes: the
 //! status of its condition, or the set of unknown cluster names ([`Memory`], per MCS uid).
 

@@ -1,4 +1,4 @@
-//! The EndpointSlice sync controller (`mcs-policy sync`, SPEC §4). Watches ([`watch`]) turn
+//! The EndpointSlice sync controller (`mcs-policy sync`, docs/sync.md). Watches ([`watch`]) turn
 //! changes into MultiClusterService keys on a work [`queue`]; `--workers` tasks take keys and
 //! [`reconcile::reconcile`] each against the member clusters of the current
 //! [`Membership`]. The membership (which members exist and which are ready) is refreshed
@@ -167,7 +167,7 @@ pub async fn run(args: SyncArgs, shutdown: impl Future<Output = ()>) -> Result<(
         }
         None => None,
     };
-    // Leader election (SPEC §4.11): sync only while leading; shutdown releases the Lease.
+    // Leader election (docs/sync.md#high-availability): sync only while leading; shutdown releases the Lease.
     let metrics = ctx.metrics.clone();
     let outcome = tokio::select! {
         _ = shutdown => Ok(()),

@@ -70,7 +70,7 @@ impl Report {
         let message = chain(err);
         let kind = classify(err);
         if kind.is_credentials() {
-            tracing::warn!(mcs, cluster, error = %message, "member cluster refuses our credentials (SPEC §5): fix its kubeconfig or secret, or its RBAC");
+            tracing::warn!(mcs, cluster, error = %message, "member cluster refuses our credentials (docs/api-errors.md): fix its kubeconfig or secret, or its RBAC");
         } else {
             tracing::warn!(mcs, cluster, error = %message, "member cluster step failed");
         }
@@ -187,7 +187,7 @@ pub async fn reconcile(
     Ok(report)
 }
 
-/// Emits the Events due for what changed since the last pass (SPEC §4.3, §4.9); remembers
+/// Emits the Events due for what changed since the last pass (docs/sync.md#provider-and-consumer-sets, docs/sync.md#status-conditions-and-events); remembers
 /// the new state only when every Event was written, so a failed one is retried.
 async fn report_events(
     ctx: &Context,
@@ -224,7 +224,7 @@ async fn report_events(
     }
 }
 
-/// Ensures the hub's Service template in every ready cluster of P ∪ C (SPEC §4.7); returns
+/// Ensures the hub's Service template in every ready cluster of P ∪ C (docs/sync.md#service-propagation); returns
 /// the failures of the `ServiceApplied` condition (none: it succeeded).
 async fn sync_service(
     ctx: &Context,
@@ -300,7 +300,7 @@ async fn dispatch(
         Err(_) => unreadable,
     };
     for consumer in plan.consumers.iter().filter(|c| !ready.contains(c)) {
-        // Skipped this pass; caught up when it answers again (SPEC §4.8).
+        // Skipped this pass; caught up when it answers again (docs/sync.md#unready-and-unreachable-clusters).
         if ctx.registry.member(consumer).is_some() && !plan.providers.contains(consumer) {
             report.fail(object, consumer, &not_ready(ctx, consumer));
         }

@@ -1,4 +1,4 @@
-//! SPEC §5's "409 Conflict = re-read and retry": a write that lost a race with another writer
+//! "409 Conflict = re-read and retry" ([docs/api-errors.md](../../../docs/api-errors.md)): a write that lost a race with another writer
 //! is tried again at once, each attempt reading what it writes afresh. (429 and 503 are
 //! retried inside the client, honouring `Retry-After`; every other failure is the step's.)
 

@@ -1,4 +1,4 @@
-//! The *service* step (SPEC §4.7): the hub's Service `<ns>/<mcs name>` is the template; it is
+//! The *service* step (docs/sync.md#service-propagation): the hub's Service `<ns>/<mcs name>` is the template; it is
 //! created in every ready cluster of P ∪ C that lacks it (and its namespace with it, see
 //! [`super::namespace`]), and replaced where the component says it differs. A Service is
 //! deleted only to be created again, when the component says so (headlessness changed, which

@@ -1,4 +1,4 @@
-//! The *status* step: conditions on the MultiClusterService in the hub (SPEC §4.9), with the
+//! The *status* step: conditions on the MultiClusterService in the hub (docs/sync.md#status-conditions-and-events), with the
 //! metav1 rules: one condition per type, `lastTransitionTime` moves only when `status` does.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;

@@ -1,4 +1,4 @@
-//! The policy engine: where the host hands a decision to the component (ARCHITECTURE §1).
+//! The policy engine: where the host hands a decision to the component (docs/architecture.md#shape).
 //! `PolicyEngine` is the facade; no wasmtime type appears in its signatures. It is cheap to
 //! clone and safe to share between threads; every call runs in a fresh, bounded instance.
 //!

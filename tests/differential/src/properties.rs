@@ -1,4 +1,4 @@
-//! What must hold of any answer, whatever the input (WIT docs and SPEC), checked on the native
+//! What must hold of any answer, whatever the input (the WIT's docs and docs/), checked on the native
 //! guest (the component gives the same answer, see [`crate::agree`]). A failure panics with the
 //! call and the property.
 
