@@ -14,6 +14,7 @@ mod bump;
 #[global_allocator]
 static ALLOCATOR: bump::Bump = bump::Bump::new();
 
+pub mod balancer;
 pub mod decode;
 pub mod defaults;
 pub mod field;
@@ -31,8 +32,9 @@ pub mod validate;
 use exports::karmada::mcs_policy::policy::Guest;
 pub use exports::karmada::mcs_policy::policy::{
     AdmissionRequest, Context, Denial, Endpoint, EndpointConditions, EndpointHints, EndpointPort,
-    EndpointSlice, ErrorType, ExposurePort, FieldError, McsRef, ObjectReference, Operation,
-    PatchOp, PatchOperation, Rejection, ServiceAction, ServicePort, Settings, SyncPlan,
+    EndpointSlice, ErrorType, ExposurePort, FieldError, LoadBalancerIngress, LoadBalancerReport,
+    McsRef, ObjectReference, Operation, PatchOp, PatchOperation, PortStatus, ProviderIngress,
+    ProviderLoadBalancer, Rejection, ServiceAction, ServicePort, Settings, SyncPlan,
 };
 
 /// The exported component.
@@ -87,6 +89,13 @@ impl Guest for Policy {
         service_action(&template, existing.as_deref())
     }
 
+    fn load_balancer_status(
+        providers: Vec<ProviderLoadBalancer>,
+        current: Vec<LoadBalancerIngress>,
+    ) -> LoadBalancerReport {
+        balancer::status(&providers, &current)
+    }
+
     fn cluster_name_problem(name: String) -> Option<String> {
         names::cluster_name_problem(&name)
     }
@@ -106,6 +115,7 @@ pub fn plan_sync(mcs: &str, registered: &[String]) -> Result<SyncPlan, String> {
         consumers: p.consumers,
         unknown_providers: p.unknown_providers,
         unknown_consumers: p.unknown_consumers,
+        load_balancer: p.load_balancer,
     })
 }
 

@@ -9,7 +9,7 @@ use crate::field::aggregate;
 use crate::filter::{
     DISPATCH_MANAGER, MANAGED_BY_LABEL, PROVISION_CLUSTER_ANNOTATION, SERVICE_NAME_LABEL,
 };
-use crate::validate::{CROSS_CLUSTER, Known, Rules, validate_mcs};
+use crate::validate::{CROSS_CLUSTER, Known, LOAD_BALANCER, Rules, validate_mcs};
 use crate::{EndpointSlice, ExposurePort, McsRef};
 
 /// The plan for one MCS, as plain values (`lib.rs` maps it onto the WIT record).
@@ -23,6 +23,7 @@ pub struct Plan {
     pub consumers: Vec<String>,
     pub unknown_providers: Vec<String>,
     pub unknown_consumers: Vec<String>,
+    pub load_balancer: bool,
 }
 
 /// Plans the sync of an MCS (JSON text) against the registered cluster names.
@@ -31,17 +32,14 @@ pub fn plan(raw: &str, registered: &[String]) -> Result<Plan, String> {
     let errors = validate_mcs(&mcs, &Rules::default(), &Known::default());
     let invalid = (!errors.is_empty()).then(|| aggregate(&errors));
     let deleting = mcs.meta.deletion_timestamp.is_some();
-    let cross_cluster = mcs
-        .spec
-        .types
-        .as_deref()
-        .unwrap_or_default()
-        .iter()
-        .any(|t| t == CROSS_CLUSTER);
+    let types = mcs.spec.types.as_deref().unwrap_or_default();
+    let cross_cluster = types.iter().any(|t| t == CROSS_CLUSTER);
+    let load_balancer = types.iter().any(|t| t == LOAD_BALANCER);
+    let acts = invalid.is_none() && !deleting;
     let (providers, unknown_providers) = select(&mcs.spec.provider_clusters, registered);
     let (consumers, unknown_consumers) = select(&mcs.spec.consumer_clusters, registered);
     Ok(Plan {
-        active: cross_cluster && invalid.is_none() && !deleting,
+        active: cross_cluster && acts,
         deleting,
         invalid,
         mcs: McsRef {
@@ -61,6 +59,7 @@ pub fn plan(raw: &str, registered: &[String]) -> Result<Plan, String> {
         consumers,
         unknown_providers,
         unknown_consumers,
+        load_balancer: load_balancer && acts,
     })
 }
 
@@ -170,7 +169,14 @@ mod tests {
     #[test]
     fn only_valid_cross_cluster_objects_not_being_deleted_act() {
         let lb = plan(&mcs_json(r#"{"types":["LoadBalancer"]}"#, ""), &[]).unwrap();
-        assert!(!lb.active && lb.invalid.is_none());
+        assert!(!lb.active && lb.load_balancer && lb.invalid.is_none());
+        let both = plan(
+            &mcs_json(r#"{"types":["CrossCluster","LoadBalancer"]}"#, ""),
+            &[],
+        )
+        .unwrap();
+        // Karmada allows one type only: such an MCS is invalid and does nothing.
+        assert!(!both.active && !both.load_balancer && both.invalid.is_some());
         let invalid = plan(
             &mcs_json(r#"{"types":["CrossCluster"],"ports":[{"port":0}]}"#, ""),
             &[],
@@ -190,6 +196,15 @@ mod tests {
         )
         .unwrap();
         assert!(deleting.deleting && !deleting.active);
+        let deleting_lb = plan(
+            &mcs_json(
+                r#"{"types":["LoadBalancer"]}"#,
+                r#","deletionTimestamp":"2024-05-01T10:00:00Z""#,
+            ),
+            &[],
+        )
+        .unwrap();
+        assert!(!deleting_lb.load_balancer && !invalid.load_balancer);
         assert!(plan(r#"{"apiVersion":"v1","kind":"Service"}"#, &[]).is_err());
     }
 
