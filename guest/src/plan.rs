@@ -187,24 +187,19 @@ mod tests {
             invalid.invalid.as_deref(),
             Some("spec.ports[0].port: Invalid value: 0: must be between 1 and 65535, inclusive")
         );
-        let deleting = plan(
-            &mcs_json(
-                r#"{"types":["CrossCluster"]}"#,
-                r#","deletionTimestamp":"2024-05-01T10:00:00Z""#,
-            ),
-            &[],
-        )
-        .unwrap();
-        assert!(deleting.deleting && !deleting.active);
-        let deleting_lb = plan(
-            &mcs_json(
-                r#"{"types":["LoadBalancer"]}"#,
-                r#","deletionTimestamp":"2024-05-01T10:00:00Z""#,
-            ),
-            &[],
-        )
-        .unwrap();
-        assert!(!deleting_lb.load_balancer && !invalid.load_balancer);
+        let deleting = |types: &str| {
+            let spec = format!(r#"{{"types":["{types}"]}}"#);
+            plan(
+                &mcs_json(&spec, r#","deletionTimestamp":"2024-05-01T10:00:00Z""#),
+                &[],
+            )
+            .unwrap()
+        };
+        let cross_cluster = deleting("CrossCluster");
+        assert!(cross_cluster.deleting && !cross_cluster.active);
+        let load_balancer = deleting("LoadBalancer");
+        assert!(load_balancer.deleting && !load_balancer.load_balancer);
+        assert!(!invalid.load_balancer);
         assert!(plan(r#"{"apiVersion":"v1","kind":"Service"}"#, &[]).is_err());
     }
 

@@ -25,18 +25,24 @@ fn lb_service() -> Value {
     object
 }
 
+/// `PATCH url+path` with a JSON merge patch.
+async fn merge_patch(world: &World, url: &str, path: &str, body: Value) -> reqwest::Response {
+    world
+        .http
+        .patch(format!("{url}{path}"))
+        .header("Content-Type", "application/merge-patch+json")
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap()
+}
+
 /// Sets `status.loadBalancer.ingress` of Service `shop/web` in the cluster at `url` through
 /// the `status` subresource (a merge patch), as a cloud controller does.
 async fn set_ingress(world: &World, url: &str, ingress: Value) {
     let path = format!("{SERVICES}/web/status");
-    let resp = world
-        .http
-        .patch(format!("{url}{path}"))
-        .header("Content-Type", "application/merge-patch+json")
-        .body(json!({"status": {"loadBalancer": {"ingress": ingress}}}).to_string())
-        .send()
-        .await
-        .unwrap();
+    let body = json!({"status": {"loadBalancer": {"ingress": ingress}}});
+    let resp = merge_patch(world, url, &path, body).await;
     let status = resp.status();
     assert!(
         status.is_success(),
@@ -160,18 +166,15 @@ async fn gathers_every_providers_load_balancer_into_the_mcs_status() {
     assert!(world.condition("EndpointSliceDispatched").await.is_none());
     // Why port statuses without `error` are left out: the MCS CRD requires `error`, and the
     // API server refuses the whole status with one missing.
-    let refused = world
-        .http
-        .patch(format!("{}{MCS}/web/status", world.hub))
-        .header("Content-Type", "application/merge-patch+json")
-        .body(
-            json!({"status": {"loadBalancer": {"ingress": [
-                {"ip": "198.51.100.20", "ports": [{"port": 80, "protocol": "TCP"}]}]}}})
-            .to_string(),
-        )
-        .send()
-        .await
-        .unwrap();
+    let port_without_error = json!({"status": {"loadBalancer": {"ingress": [
+        {"ip": "198.51.100.20", "ports": [{"port": 80, "protocol": "TCP"}]}]}}});
+    let refused = merge_patch(
+        &world,
+        &world.hub,
+        &format!("{MCS}/web/status"),
+        port_without_error,
+    )
+    .await;
     assert_eq!(refused.status(), 422, "{}", refused.text().await.unwrap());
     let lists = get(&world.http, &world.member2, SLICES).await.unwrap();
     assert!(

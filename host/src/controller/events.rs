@@ -251,51 +251,37 @@ mod tests {
             .into(),
             message: message.into(),
         };
-        let seen = |lb: Option<bool>| Seen {
-            load_balancer: lb,
-            ..Seen::default()
+        // The Events of a pass that saw the condition `before` and sees `now`.
+        let notes = |before: Option<bool>, now: bool, c: &Condition| {
+            let seen = |lb| Seen {
+                load_balancer: lb,
+                ..Seen::default()
+            };
+            due(
+                &seen(before),
+                &seen(Some(now)),
+                &[],
+                &[],
+                None,
+                None,
+                Some(c),
+            )
         };
         let pending = condition(false, "cluster m2 has no load balancer ingress yet");
-        let first = due(
-            &seen(None),
-            &seen(Some(false)),
-            &[],
-            &[],
-            None,
-            None,
-            Some(&pending),
-        );
         assert_eq!(
-            first,
+            notes(None, false, &pending),
             [Note {
                 warning: true,
                 reason: "LoadBalancerStatusIncomplete".into(),
                 message: "cluster m2 has no load balancer ingress yet".into(),
             }]
         );
-        let still = due(
-            &seen(Some(false)),
-            &seen(Some(false)),
-            &[],
-            &[],
-            None,
-            None,
-            Some(&pending),
-        );
-        assert!(still.is_empty());
+        assert!(notes(Some(false), false, &pending).is_empty());
         let done = condition(
             true,
             "every provider cluster has a load balancer ingress: m1, m2",
         );
-        let complete = due(
-            &seen(Some(false)),
-            &seen(Some(true)),
-            &[],
-            &[],
-            None,
-            None,
-            Some(&done),
-        );
+        let complete = notes(Some(false), true, &done);
         assert_eq!(complete.len(), 1);
         assert!(!complete[0].warning);
         assert_eq!(complete[0].reason, "LoadBalancerStatusComplete");
