@@ -38,7 +38,8 @@ async fn merge_patch(world: &World, url: &str, path: &str, body: Value) -> reqwe
 }
 
 /// Sets `status.loadBalancer.ingress` of Service `shop/web` in the cluster at `url` through
-/// the `status` subresource (a merge patch), as a cloud controller does.
+/// the `status` subresource (a merge patch), as a cloud controller does (usually without
+/// `ipMode`: the API server defaults `VIP` for an entry with an `ip`).
 async fn set_ingress(world: &World, url: &str, ingress: Value) {
     let path = format!("{SERVICES}/web/status");
     let body = json!({"status": {"loadBalancer": {"ingress": ingress}}});
@@ -199,7 +200,13 @@ async fn follows_providers_added_and_removed() {
     .await;
     await_member_service(&world, &world.member1, "member1").await;
     set_ingress(&world, &world.member1, json!([{"ip": "198.51.100.10"}])).await;
-    await_status(&world, json!([{"ip": "198.51.100.10"}]), "True", "member1").await;
+    await_status(
+        &world,
+        json!([{"ip": "198.51.100.10", "ipMode": "VIP"}]),
+        "True",
+        "member1",
+    )
+    .await;
     // Only the providers get the Service.
     assert!(
         get(&world.http, &world.member2, &format!("{SERVICES}/web"))
@@ -216,7 +223,7 @@ async fn follows_providers_added_and_removed() {
     set_ingress(&world, &world.member2, json!([{"ip": "198.51.100.20"}])).await;
     await_status(
         &world,
-        json!([{"ip": "198.51.100.10"}, {"ip": "198.51.100.20"}]),
+        json!([{"ip": "198.51.100.10", "ipMode": "VIP"}, {"ip": "198.51.100.20", "ipMode": "VIP"}]),
         "True",
         "member1, member2",
     )
@@ -227,7 +234,13 @@ async fn follows_providers_added_and_removed() {
         o["spec"]["providerClusters"] = json!([{"name": "member2"}]);
     })
     .await;
-    await_status(&world, json!([{"ip": "198.51.100.20"}]), "True", "member2").await;
+    await_status(
+        &world,
+        json!([{"ip": "198.51.100.20", "ipMode": "VIP"}]),
+        "True",
+        "member2",
+    )
+    .await;
     assert!(
         get(&world.http, &world.member1, &format!("{SERVICES}/web"))
             .await
@@ -245,7 +258,8 @@ async fn an_unreachable_provider_keeps_its_entries_until_the_stale_timeout() {
     await_member_service(&world, &world.member2, "member2").await;
     set_ingress(&world, &world.member1, json!([{"ip": "198.51.100.10"}])).await;
     set_ingress(&world, &world.member2, json!([{"ip": "198.51.100.20"}])).await;
-    let both = json!([{"ip": "198.51.100.10"}, {"ip": "198.51.100.20"}]);
+    let both =
+        json!([{"ip": "198.51.100.10", "ipMode": "VIP"}, {"ip": "198.51.100.20", "ipMode": "VIP"}]);
     await_status(&world, both.clone(), "True", "member1, member2").await;
 
     world.unreachable(&world.member2, true).await;
@@ -259,7 +273,7 @@ async fn an_unreachable_provider_keeps_its_entries_until_the_stale_timeout() {
     assert_eq!(kept["reason"], "LoadBalancerStatusIncomplete");
     await_status(
         &world,
-        json!([{"ip": "198.51.100.10"}]),
+        json!([{"ip": "198.51.100.10", "ipMode": "VIP"}]),
         "False",
         "cluster member2 could not be read for longer than the stale timeout; its ingress is withdrawn",
     )
@@ -284,7 +298,7 @@ async fn a_load_balancer_mcs_deleted_and_created_again_as_cross_cluster_dispatch
     set_ingress(&world, &world.member1, json!([{"ip": "198.51.100.10"}])).await;
     await_status(
         &world,
-        json!([{"ip": "198.51.100.10"}]),
+        json!([{"ip": "198.51.100.10", "ipMode": "VIP"}]),
         "False",
         "cluster member2 has no load balancer ingress yet",
     )
