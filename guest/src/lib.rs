@@ -14,6 +14,7 @@ mod bump;
 #[global_allocator]
 static ALLOCATOR: bump::Bump = bump::Bump::new();
 
+pub mod balancer;
 pub mod decode;
 pub mod defaults;
 pub mod field;
@@ -77,6 +78,13 @@ impl Guest for Component {
 
     fn service(template: String, existing: Option<String>) -> Result<ServiceAction, String> {
         service::service(&template, existing.as_deref())
+    }
+
+    fn load_balancer_status(
+        providers: Vec<ProviderLoadBalancer>,
+        current: Vec<LoadBalancerIngress>,
+    ) -> LoadBalancerReport {
+        balancer::status(&providers, &current)
     }
 
     fn cluster_name_problem(name: String) -> Option<String> {

@@ -9,7 +9,9 @@ use crate::field::aggregate;
 use crate::filter::{
     DISPATCH_MANAGER, MANAGED_BY_LABEL, PROVISION_CLUSTER_ANNOTATION, SERVICE_NAME_LABEL,
 };
-use crate::validate::{CROSS_CLUSTER, KARMADA_COMPATIBLE, NOTHING_KNOWN, validate_mcs};
+use crate::validate::{
+    CROSS_CLUSTER, KARMADA_COMPATIBLE, LOAD_BALANCER, NOTHING_KNOWN, validate_mcs,
+};
 use crate::{EndpointSlice, ExposurePort, McsRef, SyncPlan};
 
 /// Plans the sync of an MCS (JSON text) against the registered cluster names.
@@ -18,17 +20,14 @@ pub fn plan(raw: &str, registered: &[String]) -> Result<SyncPlan, String> {
     let errors = validate_mcs(&mcs, &KARMADA_COMPATIBLE, &NOTHING_KNOWN);
     let invalid = (!errors.is_empty()).then(|| aggregate(&errors));
     let deleting = mcs.meta.deletion_timestamp.is_some();
-    let cross_cluster = mcs
-        .spec
-        .types
-        .as_deref()
-        .unwrap_or_default()
-        .iter()
-        .any(|t| t == CROSS_CLUSTER);
+    let types = mcs.spec.types.as_deref().unwrap_or_default();
+    let cross_cluster = types.iter().any(|t| t == CROSS_CLUSTER);
+    let load_balancer = types.iter().any(|t| t == LOAD_BALANCER);
+    let acts = invalid.is_none() && !deleting;
     let (providers, unknown_providers) = select(&mcs.spec.provider_clusters, registered);
     let (consumers, unknown_consumers) = select(&mcs.spec.consumer_clusters, registered);
     Ok(SyncPlan {
-        active: cross_cluster && invalid.is_none() && !deleting,
+        active: cross_cluster && acts,
         deleting,
         invalid,
         mcs: McsRef {
@@ -48,6 +47,7 @@ pub fn plan(raw: &str, registered: &[String]) -> Result<SyncPlan, String> {
         consumers,
         unknown_providers,
         unknown_consumers,
+        load_balancer: load_balancer && acts,
     })
 }
 
@@ -157,7 +157,14 @@ mod tests {
     #[test]
     fn only_valid_cross_cluster_objects_not_being_deleted_act() {
         let lb = plan(&mcs_json(r#"{"types":["LoadBalancer"]}"#, ""), &[]).unwrap();
-        assert!(!lb.active && lb.invalid.is_none());
+        assert!(!lb.active && lb.load_balancer && lb.invalid.is_none());
+        let both = plan(
+            &mcs_json(r#"{"types":["CrossCluster","LoadBalancer"]}"#, ""),
+            &[],
+        )
+        .unwrap();
+        // Karmada allows one type only: such an MCS is invalid and does nothing.
+        assert!(!both.active && !both.load_balancer && both.invalid.is_some());
         let invalid = plan(
             &mcs_json(r#"{"types":["CrossCluster"],"ports":[{"port":0}]}"#, ""),
             &[],
@@ -168,15 +175,19 @@ mod tests {
             invalid.invalid.as_deref(),
             Some("spec.ports[0].port: Invalid value: 0: must be between 1 and 65535, inclusive")
         );
-        let deleting = plan(
-            &mcs_json(
-                r#"{"types":["CrossCluster"]}"#,
-                r#","deletionTimestamp":"2024-05-01T10:00:00Z""#,
-            ),
-            &[],
-        )
-        .unwrap();
-        assert!(deleting.deleting && !deleting.active);
+        let deleting = |types: &str| {
+            let spec = format!(r#"{{"types":["{types}"]}}"#);
+            plan(
+                &mcs_json(&spec, r#","deletionTimestamp":"2024-05-01T10:00:00Z""#),
+                &[],
+            )
+            .unwrap()
+        };
+        let cross_cluster = deleting("CrossCluster");
+        assert!(cross_cluster.deleting && !cross_cluster.active);
+        let load_balancer = deleting("LoadBalancer");
+        assert!(load_balancer.deleting && !load_balancer.load_balancer);
+        assert!(!invalid.load_balancer);
         assert!(plan(r#"{"apiVersion":"v1","kind":"Service"}"#, &[]).is_err());
     }
 

@@ -161,32 +161,46 @@ fn validate_spec(mcs: &Mcs) -> Vec<FieldError> {
 
 /// docs/validation.md#load-balancer-status: Karmada's lifted `ValidateLoadBalancerStatus`.
 fn load_balancer_status(ingress: &[Ingress]) -> Vec<FieldError> {
+    ingress
+        .iter()
+        .enumerate()
+        .flat_map(|(i, ing)| {
+            ingress_errors(
+                &index("status.loadBalancer.ingress", i),
+                &ing.ip,
+                &ing.hostname,
+            )
+        })
+        .collect()
+}
+
+/// The errors of one `status.loadBalancer.ingress[]` entry at `path` (empty strings: absent).
+/// Also what keeps a member's entry out of the MCS status (`balancer.rs`): a status the
+/// webhook rejects would make every later update of the MCS be rejected.
+pub(crate) fn ingress_errors(path: &str, ip: &str, hostname: &str) -> Vec<FieldError> {
     let mut errs = Vec::new();
-    for (i, ing) in ingress.iter().enumerate() {
-        let path = index("status.loadBalancer.ingress", i);
-        if !ing.ip.is_empty() && !names::is_ip_sloppy(&ing.ip) {
+    if !ip.is_empty() && !names::is_ip_sloppy(ip) {
+        errs.push(FieldError::invalid(
+            child(path, "ip"),
+            BadValue::Str(ip.to_string()),
+            "must be a valid IP address",
+        ));
+    }
+    if !hostname.is_empty() {
+        let host_path = child(path, "hostname");
+        for msg in names::dns1123_subdomain(hostname) {
             errs.push(FieldError::invalid(
-                child(&path, "ip"),
-                BadValue::Str(ing.ip.clone()),
-                "must be a valid IP address",
+                host_path.clone(),
+                BadValue::Str(hostname.to_string()),
+                msg,
             ));
         }
-        if !ing.hostname.is_empty() {
-            let host_path = child(&path, "hostname");
-            for msg in names::dns1123_subdomain(&ing.hostname) {
-                errs.push(FieldError::invalid(
-                    host_path.clone(),
-                    BadValue::Str(ing.hostname.clone()),
-                    msg,
-                ));
-            }
-            if names::is_ip_sloppy(&ing.hostname) {
-                errs.push(FieldError::invalid(
-                    host_path,
-                    BadValue::Str(ing.hostname.clone()),
-                    "must be a DNS name, not an IP address",
-                ));
-            }
+        if names::is_ip_sloppy(hostname) {
+            errs.push(FieldError::invalid(
+                host_path,
+                BadValue::Str(hostname.to_string()),
+                "must be a DNS name, not an IP address",
+            ));
         }
     }
     errs

@@ -59,6 +59,9 @@ pub enum EvalCommand {
     /// Service propagation: REQUEST is a service input (template, existing); prints what a
     /// member cluster must do with its copy of the Service (unchanged, create or replace).
     Service(EvalArgs),
+    /// Load balancer status: REQUEST is a load-balancer input (providers, current); prints the
+    /// MultiClusterService's status.loadBalancer.ingress and its condition.
+    LoadBalancer(EvalArgs),
 }
 
 /// `mcs-policy component`.

@@ -1,15 +1,19 @@
 //! `mcs-policy eval`: one decision offline, through the component (never a native copy).
-//! Reads an AdmissionReview (or, for `filter` and `service`, their input) as JSON or YAML from a
+//! Reads an AdmissionReview (or, for `filter`, `service` and `load-balancer`, their input) as JSON or YAML from a
 //! file or stdin and prints the answer as JSON on stdout.
 
 use std::io::Read;
 use std::path::Path;
 use std::time::Duration;
 
+use k8s_openapi::api::core::v1::LoadBalancerIngress;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use serde::Deserialize;
 
-use crate::engine::types::{ExposurePort, McsRef, ServiceAction, ServicePort};
+use crate::engine::types::{
+    ExposurePort, LoadBalancerIngress as WitIngress, LoadBalancerReport, McsRef, ProviderIngress,
+    ProviderLoadBalancer, ServiceAction, ServicePort,
+};
 use crate::engine::{EngineArgs, EngineError, PolicyEngine, convert};
 use crate::settings::{ContextFile, Policy, PolicyArgs};
 use crate::webhook::review::{
@@ -54,6 +58,8 @@ pub enum EvalError {
     FilterInput { input: String, reason: String },
     #[error("{input} is not a service input: {reason}")]
     ServiceInput { input: String, reason: String },
+    #[error("{input} is not a load-balancer input: {reason}")]
+    LoadBalancerInput { input: String, reason: String },
     #[error(transparent)]
     Engine(#[from] EngineError),
 }
@@ -257,4 +263,96 @@ pub fn service_answer(answer: Result<ServiceAction, String>) -> serde_json::Valu
         }
         Err(message) => serde_json::json!({"action": "error", "message": message}),
     }
+}
+
+/// The input of `eval load-balancer` (the `input` of a `tests/fixtures/load-balancer` case):
+/// the WIT arguments, with `status.loadBalancer.ingress` entries as Kubernetes JSON.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LoadBalancerInput {
+    providers: Vec<ProviderInput>,
+    #[serde(default)]
+    current: Vec<LoadBalancerIngress>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ProviderInput {
+    cluster: String,
+    ingress: IngressInput,
+}
+
+/// WIT `provider-ingress`: `{"read": [...]}`, `{"kept": [...] | null}`, `"withdrawn"`.
+#[derive(Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum IngressInput {
+    Read(Vec<LoadBalancerIngress>),
+    Kept(Option<Vec<LoadBalancerIngress>>),
+    Withdrawn,
+}
+
+/// `eval load-balancer`: the component's `load-balancer-report` as JSON, the entries as
+/// Kubernetes writes them.
+pub fn load_balancer(
+    engine: &PolicyEngine,
+    input: &str,
+    budget: Duration,
+) -> Result<serde_json::Value, EvalError> {
+    load_balancer_json(engine, &read_json(input)?, input, budget)
+}
+
+/// `eval load-balancer` on JSON text already read; `input` names it in errors.
+pub fn load_balancer_json(
+    engine: &PolicyEngine,
+    json: &str,
+    input: &str,
+    budget: Duration,
+) -> Result<serde_json::Value, EvalError> {
+    let (providers, current) = load_balancer_input(json, input)?;
+    Ok(load_balancer_answer(
+        engine.load_balancer_status(&providers, &current, budget)?,
+    ))
+}
+
+/// The arguments of `load-balancer-status` from a load-balancer input (JSON text); `input`
+/// names it in errors.
+pub fn load_balancer_input(
+    json: &str,
+    input: &str,
+) -> Result<(Vec<ProviderLoadBalancer>, Vec<WitIngress>), EvalError> {
+    let parsed: LoadBalancerInput =
+        serde_json::from_str(json).map_err(|e| EvalError::LoadBalancerInput {
+            input: input.to_string(),
+            reason: e.to_string(),
+        })?;
+    let wit = |list: Vec<LoadBalancerIngress>| list.iter().map(convert::ingress_to_wit).collect();
+    let providers = parsed
+        .providers
+        .into_iter()
+        .map(|p| ProviderLoadBalancer {
+            cluster: p.cluster,
+            ingress: match p.ingress {
+                IngressInput::Read(list) => ProviderIngress::Read(wit(list)),
+                IngressInput::Kept(list) => ProviderIngress::Kept(list.map(wit)),
+                IngressInput::Withdrawn => ProviderIngress::Withdrawn,
+            },
+        })
+        .collect();
+    Ok((providers, wit(parsed.current)))
+}
+
+/// A `load-balancer-status` answer as `eval load-balancer` prints it.
+pub fn load_balancer_answer(report: LoadBalancerReport) -> serde_json::Value {
+    let ingress: Vec<LoadBalancerIngress> = report
+        .ingress
+        .into_iter()
+        .map(convert::ingress_from_wit)
+        .collect();
+    serde_json::json!({
+        "ingress": ingress,
+        "changed": report.changed,
+        "complete": report.complete,
+        "reason": report.reason,
+        "message": report.message,
+    })
 }

@@ -56,6 +56,7 @@ fn run_eval(what: EvalCommand) -> anyhow::Result<()> {
         EvalCommand::Mutate(a) => (a, "mutate"),
         EvalCommand::Filter(a) => (a, "filter"),
         EvalCommand::Service(a) => (a, "service"),
+        EvalCommand::LoadBalancer(a) => (a, "load-balancer"),
     };
     let engine = args.engine.load()?;
     let budget = Duration::from_millis(args.budget_ms);
@@ -64,6 +65,9 @@ fn run_eval(what: EvalCommand) -> anyhow::Result<()> {
         serde_json::to_writer_pretty(&mut stdout, &eval::filter(&engine, &args.request, budget)?)?;
     } else if kind == "service" {
         let answer = eval::service(&engine, &args.request, budget)?;
+        serde_json::to_writer_pretty(&mut stdout, &answer)?;
+    } else if kind == "load-balancer" {
+        let answer = eval::load_balancer(&engine, &args.request, budget)?;
         serde_json::to_writer_pretty(&mut stdout, &answer)?;
     } else {
         let (policy, context) = args.policy.load()?;

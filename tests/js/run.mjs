@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // The policy component in a JavaScript host: transpile it with jco, run every shared fixture
-// (tests/fixtures/{validate,mutate,filter,service}) through it, and check that the answers are the ones
+// (tests/fixtures/{validate,mutate,filter,service,load-balancer}) through it, and check that the answers are the ones
 // `mcs-policy eval` (the Rust host, wasmtime) gives on the same input, and the ones the fixture
 // expects. See README.md.
 //
@@ -29,6 +29,7 @@ import {
   mutationResponse,
   parseReview,
   runFilter,
+  runLoadBalancer,
   runService,
   validationResponse,
 } from './lib/host.mjs';
@@ -39,7 +40,7 @@ const ROOT = resolve(HERE, '../..');
 const FIXTURES = join(ROOT, 'tests/fixtures');
 const POLICIES = join(ROOT, 'policies');
 const POLICY_INTERFACE = 'karmada:mcs-policy/policy@0.1.0';
-const KINDS = ['validate', 'mutate', 'filter', 'service'];
+const KINDS = ['validate', 'mutate', 'filter', 'service', 'load-balancer'];
 const ID_LABEL = 'multiclusterservice.karmada.io/permanent-id';
 
 const BIN = process.env.MCS_POLICY_BIN
@@ -79,7 +80,7 @@ async function loadComponent() {
   // The world exports the interface `karmada:mcs-policy/policy@0.1.0`; jco exposes it under its
   // plain name (`policy`) and its full name.
   const api = module.policy ?? module[POLICY_INTERFACE];
-  for (const f of ['validate', 'mutate', 'filter', 'service']) {
+  for (const f of ['validate', 'mutate', 'filter', 'service', 'loadBalancerStatus']) {
     if (typeof api?.[f] !== 'function') {
       throw new Error(`the transpiled component exports no ${POLICY_INTERFACE}#${f} (exports: ${Object.keys(module).join(', ')})`);
     }
@@ -215,6 +216,16 @@ async function serviceFixture(policy, id, text) {
   ];
 }
 
+async function loadBalancerFixture(policy, id, text) {
+  const fixture = JSON.parse(text);
+  const js = runLoadBalancer(policy, fixture.input);
+  const rust = await evalJson(['eval', 'load-balancer', writeTmp(`${id}.input.json`, rawValue(text, ['input']))]);
+  return [
+    ...prefixed('jco vs eval', jsonDiff(js, rust)),
+    ...prefixed('jco vs expect', jsonDiff(js, fixture.expect)),
+  ];
+}
+
 // ---------------------------------------------------------------------------------------------
 
 /** The shared fixtures, then this host's extra cases (extra/<kind>/, same format). */
@@ -256,6 +267,7 @@ async function main() {
         const text = readFileSync(path, 'utf8');
         if (kind === 'filter') problems = await filterFixture(policy, id, text);
         else if (kind === 'service') problems = await serviceFixture(policy, id, text);
+        else if (kind === 'load-balancer') problems = await loadBalancerFixture(policy, id, text);
         else problems = await admissionFixture(policy, kind, id, text);
       } catch (e) {
         problems = [`error: ${e?.message ?? e}`];

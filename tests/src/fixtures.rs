@@ -39,6 +39,15 @@ pub struct ServiceCase {
     pub expect: Value,
 }
 
+/// A `load-balancer` case: `input` is what `mcs-policy eval load-balancer` reads, `expect` what
+/// it prints.
+#[derive(Debug, Deserialize)]
+pub struct LoadBalancerCase {
+    pub description: String,
+    pub input: Value,
+    pub expect: Value,
+}
+
 impl ServiceCase {
     /// `input.template` as the text to pass: a string is the text itself, anything else its JSON.
     pub fn template(&self) -> String {
@@ -81,7 +90,8 @@ pub fn check_service(got: &Value, expect: &Value) -> Vec<String> {
     }
 }
 
-/// All fixtures of one kind (`validate`, `mutate`, `filter`, `service`), sorted by name.
+/// All fixtures of one kind (`validate`, `mutate`, `filter`, `service`, `load-balancer`), sorted
+/// by name.
 pub fn load<T: for<'de> Deserialize<'de>>(kind: &str) -> Vec<Fixture<T>> {
     let dir = crate::workspace_root().join("tests/fixtures").join(kind);
     let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)

@@ -2,7 +2,8 @@
 //! policy's exported functions, built from the same fixtures the other hosts run.
 
 use mcs_policy::engine::types::{
-    AdmissionRequest, Context, EndpointSlice, McsRef, Operation, ServicePort, Settings,
+    AdmissionRequest, Context, EndpointSlice, LoadBalancerIngress, LoadBalancerReport, McsRef,
+    Operation, ProviderIngress, ProviderLoadBalancer, ServicePort, Settings,
 };
 
 /// A WAVE string literal: `\u{...}` escapes, never JSON's `\uXXXX`.
@@ -158,6 +159,79 @@ pub fn slice(s: &EndpointSlice) -> String {
 
 pub fn slices(items: &[EndpointSlice]) -> String {
     list(items, slice)
+}
+
+/// `list<load-balancer-ingress>`.
+pub fn ingress(items: &[LoadBalancerIngress]) -> String {
+    ingress_as(items, false)
+}
+
+/// `list<load-balancer-ingress>`, with every `none` field left out when `printed` (as
+/// `wasmtime run --invoke` prints records).
+fn ingress_as(items: &[LoadBalancerIngress], printed: bool) -> String {
+    let fields = |pairs: Vec<(&str, Option<String>)>| {
+        let shown: Vec<String> = pairs
+            .into_iter()
+            .filter_map(|(name, value)| match value {
+                Some(v) => Some(format!("{name}: some({v})")),
+                None if printed => None,
+                None => Some(format!("{name}: none")),
+            })
+            .collect();
+        shown.join(", ")
+    };
+    list(items, |e| {
+        let ports = list(&e.ports, |p| {
+            let error = fields(vec![("error", p.error.as_deref().map(string))]);
+            let tail = if error.is_empty() {
+                String::new()
+            } else {
+                format!(", {error}")
+            };
+            format!(
+                "{{port: {}, protocol: {}{tail}}}",
+                p.port,
+                string(&p.protocol)
+            )
+        });
+        let head = fields(vec![
+            ("ip", e.ip.as_deref().map(string)),
+            ("hostname", e.hostname.as_deref().map(string)),
+            ("ip-mode", e.ip_mode.as_deref().map(string)),
+        ]);
+        let head = if head.is_empty() {
+            String::new()
+        } else {
+            format!("{head}, ")
+        };
+        format!("{{{head}ports: {ports}}}")
+    })
+}
+
+/// `list<provider-load-balancer>`.
+pub fn providers(items: &[ProviderLoadBalancer]) -> String {
+    list(items, |p| {
+        let state = match &p.ingress {
+            ProviderIngress::Read(entries) => format!("read({})", ingress(entries)),
+            ProviderIngress::Kept(entries) => {
+                format!("kept({})", option(entries.as_deref().map(ingress)))
+            }
+            ProviderIngress::Withdrawn => "withdrawn".to_string(),
+        };
+        format!("{{cluster: {}, ingress: {state}}}", string(&p.cluster))
+    })
+}
+
+/// A `load-balancer-report` as `wasmtime run --invoke` prints it.
+pub fn load_balancer_report(r: &LoadBalancerReport) -> String {
+    format!(
+        "{{ingress: {}, changed: {}, complete: {}, reason: {}, message: {}}}",
+        ingress_as(&r.ingress, true),
+        r.changed,
+        r.complete,
+        string(&r.reason),
+        string(&r.message)
+    )
 }
 
 /// The value of a WAVE string literal at the start of `s` (`"..."` with WAVE escapes), and the

@@ -193,6 +193,29 @@ fn eval_service_prints_the_action() {
 }
 
 #[test]
+fn eval_load_balancer_prints_the_report_and_refuses_a_malformed_input() {
+    for f in load::<tests::fixtures::LoadBalancerCase>("load-balancer") {
+        let file = temp(
+            &format!("{}.json", f.name),
+            &serde_json::to_vec(&f.case.input).unwrap(),
+        );
+        let out = stdout_json(&mcs_policy(
+            &["eval", "load-balancer", file.to_str().unwrap()],
+            None,
+        ));
+        assert_eq!(out, f.case.expect, "{}", f.name);
+    }
+    let bad = temp(
+        "lb-bad.json",
+        br#"{"providers": [{"cluster": "m1", "ingress": "lost"}]}"#,
+    );
+    let out = mcs_policy(&["eval", "load-balancer", bad.to_str().unwrap()], None);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("is not a load-balancer input"), "{stderr}");
+}
+
+#[test]
 fn component_command_writes_the_embedded_component() {
     let path =
         std::env::temp_dir().join(format!("mcs-policy-component-{}.wasm", std::process::id()));

@@ -1,18 +1,23 @@
 //! Every fixture in tests/fixtures through the embedded component, by the same code path as
 //! `mcs-policy eval` and the webhook (review parsing → engine → response builder); the service
-//! fixtures also through the guest compiled natively.
+//! and load-balancer fixtures also through the guest compiled natively.
 
 use std::time::Duration;
 
 use base64::Engine as _;
+use differential::{Answer, Call};
 use mcs_policy::engine::types::ServiceAction;
 use mcs_policy::engine::{EngineOptions, PolicyEngine};
-use mcs_policy::eval::{filter_json, service_answer, service_json};
+use mcs_policy::eval::{
+    filter_json, load_balancer_answer, load_balancer_input, load_balancer_json, service_answer,
+    service_json,
+};
 use mcs_policy::settings::{ContextFile, load_policy};
 use mcs_policy::webhook::review::{mutation_response, parse_review, validation_response};
 use serde_json::Value;
 use tests::fixtures::{
-    AdmissionCase, FilterCase, ServiceCase, check_response, check_service, is_lower_uuid, load,
+    AdmissionCase, FilterCase, LoadBalancerCase, ServiceCase, check_response, check_service,
+    is_lower_uuid, load,
 };
 
 const BUDGET: Duration = Duration::from_secs(5);
@@ -236,5 +241,39 @@ fn new_permanent_ids_differ_between_requests() {
     assert_ne!(
         a["response"]["patch"], b["response"]["patch"],
         "ids must come from the request uid"
+    );
+}
+
+#[test]
+fn every_load_balancer_fixture_gets_the_expected_status_in_the_component_and_natively() {
+    let engine = engine();
+    let mut failures = Vec::new();
+    let cases = load::<LoadBalancerCase>("load-balancer");
+    for f in &cases {
+        let input = serde_json::to_string(&f.case.input).expect("input serializes");
+        let component =
+            load_balancer_json(&engine, &input, &f.name, BUDGET).expect("load-balancer runs");
+        let (providers, current) = load_balancer_input(&input, &f.name).expect("input parses");
+        let Answer::LoadBalancerStatus(report) =
+            differential::native(&Call::LoadBalancerStatus { providers, current })
+        else {
+            unreachable!("a load-balancer call answers with a report")
+        };
+        let native = load_balancer_answer(report);
+        for (host, got) in [("component", &component), ("native", &native)] {
+            if got != &f.case.expect {
+                failures.push(format!(
+                    "{} ({host}):\n  got  {got}\n  want {}",
+                    f.name, f.case.expect
+                ));
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} load-balancer fixtures failed:\n{}",
+        failures.len(),
+        cases.len(),
+        failures.join("\n")
     );
 }

@@ -1,5 +1,5 @@
-//! The component under the wasmtime CLI (`wasmtime run --invoke`), for validate, mutate, filter
-//! and service, on the shared fixtures; and proof that it imports nothing. The wasmtime CLI is installed by
+//! The component under the wasmtime CLI (`wasmtime run --invoke`), for validate, mutate, filter,
+//! service and load-balancer-status, on the shared fixtures; and proof that it imports nothing. The wasmtime CLI is installed by
 //! scripts/test.sh; a missing CLI fails these tests with a clear message.
 
 use std::path::{Path, PathBuf};
@@ -8,11 +8,15 @@ use std::sync::OnceLock;
 
 use mcs_policy::engine::EMBEDDED_COMPONENT;
 use mcs_policy::engine::convert::slice_to_wit;
+use mcs_policy::engine::types::LoadBalancerReport;
 use mcs_policy::engine::types::{ExposurePort, McsRef, ServicePort};
+use mcs_policy::eval::load_balancer_input;
 use mcs_policy::settings::{ContextFile, load_policy};
 use mcs_policy::webhook::review::parse_review;
 use serde_json::Value;
-use tests::fixtures::{AdmissionCase, FilterCase, ServiceCase, check_service, load};
+use tests::fixtures::{
+    AdmissionCase, FilterCase, LoadBalancerCase, ServiceCase, check_service, load,
+};
 use tests::wave;
 
 /// The embedded component written to a file once per test run.
@@ -306,6 +310,33 @@ fn wasmtime_cli_decides_every_service_fixture_like_the_host() {
         let ok = wave::service_answer(&out)
             .is_some_and(|got| check_service(&got, &f.case.expect).is_empty());
         (!ok).then(|| differs(&f.name, &out))
+    });
+    assert_all_agree(&failures);
+}
+
+#[test]
+fn wasmtime_cli_reports_every_load_balancer_fixture_like_the_host() {
+    let cases = load::<LoadBalancerCase>("load-balancer");
+    let failures = parallel(&cases, |f| {
+        let input = serde_json::to_string(&f.case.input).unwrap();
+        let (providers, current) = load_balancer_input(&input, &f.name).unwrap();
+        let out = invoke(&format!(
+            "load-balancer-status({}, {})",
+            wave::providers(&providers),
+            wave::ingress(&current)
+        ));
+        let expect = &f.case.expect;
+        // The expected entries as WIT records: parsed as the `current` of an input.
+        let entries = serde_json::json!({"providers": [], "current": expect["ingress"]});
+        let (_, ingress) = load_balancer_input(&entries.to_string(), &f.name).unwrap();
+        let want = wave::load_balancer_report(&LoadBalancerReport {
+            ingress,
+            changed: expect["changed"].as_bool().unwrap(),
+            complete: expect["complete"].as_bool().unwrap(),
+            reason: expect["reason"].as_str().unwrap().into(),
+            message: expect["message"].as_str().unwrap().into(),
+        });
+        (out != want).then(|| format!("{}: want {want}", differs(&f.name, &out)))
     });
     assert_all_agree(&failures);
 }

@@ -11,7 +11,9 @@ use k8s_openapi::jiff::Timestamp;
 use kube::api::{DynamicObject, PostParams};
 use kube::{Api, Client};
 
+use super::messages;
 use super::read::object_name;
+use super::status::Condition;
 
 /// `source.component` of every Event.
 pub const COMPONENT: &str = "mcs-policy";
@@ -36,6 +38,8 @@ pub struct Seen {
     pub incompatible: BTreeSet<String>,
     pub service_applied: Option<bool>,
     pub dispatched: Option<bool>,
+    /// `LoadBalancerStatusReported` (for an MCS of type `LoadBalancer`).
+    pub load_balancer: Option<bool>,
 }
 
 /// The last report of every MCS, keyed by uid.
@@ -45,7 +49,7 @@ pub type Memory = Arc<Mutex<HashMap<String, Seen>>>;
 #[derive(Clone, Debug, PartialEq)]
 pub struct Note {
     pub warning: bool,
-    pub reason: &'static str,
+    pub reason: String,
     pub message: String,
 }
 
@@ -57,6 +61,7 @@ pub fn due(
     unknown_consumers: &[String],
     service_error: Option<&str>,
     dispatch_error: Option<&str>,
+    load_balancer: Option<&Condition>,
 ) -> Vec<Note> {
     let mut out = Vec::new();
     if now.unknown != seen.unknown {
@@ -67,7 +72,7 @@ pub fn due(
             for name in names {
                 out.push(Note {
                     warning: true,
-                    reason: "ClusterNotFound",
+                    reason: "ClusterNotFound".into(),
                     message: format!("{role} cluster {name} is not found"),
                 });
             }
@@ -76,7 +81,7 @@ pub fn due(
     for message in now.incompatible.difference(&seen.incompatible) {
         out.push(Note {
             warning: true,
-            reason: "APIIncompatible",
+            reason: "APIIncompatible".into(),
             message: message.clone(),
         });
     }
@@ -84,28 +89,40 @@ pub fn due(
         out.push(match service_error {
             None => Note {
                 warning: false,
-                reason: "SyncServiceSucceed",
+                reason: "SyncServiceSucceed".into(),
                 message: "Service is propagated to target clusters.".into(),
             },
             Some(e) => Note {
                 warning: true,
-                reason: "SyncServiceFailed",
+                reason: "SyncServiceFailed".into(),
                 message: e.to_string(),
             },
         });
     }
-    if now.dispatched != seen.dispatched {
+    if now.dispatched.is_some() && now.dispatched != seen.dispatched {
         out.push(match dispatch_error {
             None => Note {
                 warning: false,
-                reason: "DispatchEndpointSliceSucceed",
+                reason: "DispatchEndpointSliceSucceed".into(),
                 message: "EndpointSlice are dispatched successfully".into(),
             },
             Some(e) => Note {
                 warning: true,
-                reason: "DispatchEndpointSliceFailed",
+                reason: "DispatchEndpointSliceFailed".into(),
                 message: e.to_string(),
             },
+        });
+    }
+    if let Some(c) = load_balancer.filter(|_| now.load_balancer != seen.load_balancer) {
+        // Named like the condition's reason; the message is the condition's, within an Event's
+        // size.
+        out.push(Note {
+            warning: !c.status,
+            reason: c.reason.clone(),
+            message: messages::join_bounded(
+                std::slice::from_ref(&c.message),
+                messages::EVENT_LIMIT,
+            ),
         });
     }
     out
@@ -137,7 +154,7 @@ pub async fn emit(hub: &Client, mcs: &DynamicObject, note: &Note) -> Result<(), 
             resource_version: mcs.metadata.resource_version.clone(),
             ..ObjectReference::default()
         },
-        reason: Some(note.reason.into()),
+        reason: Some(note.reason.clone()),
         message: Some(note.message.clone()),
         type_: Some(if note.warning { "Warning" } else { "Normal" }.into()),
         source: Some(EventSource {
@@ -156,7 +173,7 @@ pub async fn emit(hub: &Client, mcs: &DynamicObject, note: &Note) -> Result<(), 
         .map(drop)
         .map_err(|source| EventError::Create {
             object: object_name(mcs),
-            reason: note.reason.into(),
+            reason: note.reason.clone(),
             source: Box::new(source),
         })
 }
@@ -172,6 +189,7 @@ mod tests {
             incompatible: BTreeSet::from([incompatible("Consumer", "old")]),
             service_applied: Some(false),
             dispatched: Some(true),
+            load_balancer: None,
         };
         let first = due(
             &Seen::default(),
@@ -180,8 +198,9 @@ mod tests {
             &[],
             Some("boom"),
             None,
+            None,
         );
-        let reasons: Vec<_> = first.iter().map(|n| n.reason).collect();
+        let reasons: Vec<_> = first.iter().map(|n| n.reason.as_str()).collect();
         assert_eq!(
             reasons,
             [
@@ -192,7 +211,7 @@ mod tests {
             ]
         );
         assert_eq!(first[0].message, "Provider cluster ghost is not found");
-        assert!(due(&now, &now, &["ghost".into()], &[], Some("boom"), None).is_empty());
+        assert!(due(&now, &now, &["ghost".into()], &[], Some("boom"), None, None).is_empty());
     }
 
     #[test]
@@ -208,14 +227,63 @@ mod tests {
             ]),
             ..Seen::default()
         };
-        let notes = due(&before, &now, &[], &[], None, None);
+        let notes = due(&before, &now, &[], &[], None, None, None);
         assert_eq!(
             notes,
             [Note {
                 warning: true,
-                reason: "APIIncompatible",
+                reason: "APIIncompatible".into(),
                 message: "Provider cluster m2 does not support EndpointSlice".into(),
             }]
         );
+    }
+
+    #[test]
+    fn the_load_balancer_condition_is_reported_when_its_status_changes() {
+        let condition = |complete: bool, message: &str| Condition {
+            type_: super::super::status::LOAD_BALANCER,
+            status: complete,
+            reason: if complete {
+                "LoadBalancerStatusComplete"
+            } else {
+                "LoadBalancerStatusIncomplete"
+            }
+            .into(),
+            message: message.into(),
+        };
+        // The Events of a pass that saw the condition `before` and sees `now`.
+        let notes = |before: Option<bool>, now: bool, c: &Condition| {
+            let seen = |lb| Seen {
+                load_balancer: lb,
+                ..Seen::default()
+            };
+            due(
+                &seen(before),
+                &seen(Some(now)),
+                &[],
+                &[],
+                None,
+                None,
+                Some(c),
+            )
+        };
+        let pending = condition(false, "cluster m2 has no load balancer ingress yet");
+        assert_eq!(
+            notes(None, false, &pending),
+            [Note {
+                warning: true,
+                reason: "LoadBalancerStatusIncomplete".into(),
+                message: "cluster m2 has no load balancer ingress yet".into(),
+            }]
+        );
+        assert!(notes(Some(false), false, &pending).is_empty());
+        let done = condition(
+            true,
+            "every provider cluster has a load balancer ingress: m1, m2",
+        );
+        let complete = notes(Some(false), true, &done);
+        assert_eq!(complete.len(), 1);
+        assert!(!complete[0].warning);
+        assert_eq!(complete[0].reason, "LoadBalancerStatusComplete");
     }
 }

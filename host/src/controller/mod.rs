@@ -7,6 +7,7 @@
 
 pub mod apply;
 mod args;
+pub mod balancer;
 pub mod events;
 pub mod leader;
 pub mod messages;
@@ -76,6 +77,8 @@ pub struct Context {
     pub stale_timeout: Option<Duration>,
     /// When each provider was first seen unreadable, per MCS uid.
     pub unreadable: stale::Memory,
+    /// What the providers' load balancers last reported, per MCS uid.
+    pub balancers: balancer::Memory,
     /// The controller's counters.
     pub metrics: Arc<metrics::Metrics>,
     /// Why a member that is not ready is not, in the terms of the cluster source.
@@ -147,6 +150,7 @@ pub async fn run(args: SyncArgs, shutdown: impl Future<Output = ()>) -> Result<(
         events: events::Memory::default(),
         stale_timeout: args.stale_endpoint_timeout,
         unreadable: stale::Memory::default(),
+        balancers: balancer::Memory::default(),
         metrics: Arc::new(metrics::Metrics::default()),
         not_ready: source.not_ready(),
     };
@@ -315,6 +319,9 @@ async fn resync(ctx: &Context, queue: &Queue) {
         memory.retain(|uid, _| alive(uid));
     }
     if let Ok(mut memory) = ctx.unreadable.lock() {
+        memory.retain(|uid, _| alive(uid));
+    }
+    if let Ok(mut memory) = ctx.balancers.lock() {
         memory.retain(|uid, _| alive(uid));
     }
     for mcs in &all {

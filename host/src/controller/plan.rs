@@ -1,5 +1,5 @@
 //! The *plan* step: every decision of a pass, asked of the policy component (`plan`, `filter`,
-//! `prune`, `service`). No client here; calls run on the blocking pool because the engine
+//! `prune`, `service`, `load-balancer-status`). No client here; calls run on the blocking pool because the engine
 //! blocks.
 
 use std::time::Duration;
@@ -7,7 +7,10 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::Service;
 
 use crate::engine::convert::{self, ServiceChange};
-use crate::engine::types::{EndpointSlice, McsRef, ServicePort, SyncPlan};
+use crate::engine::types::{
+    EndpointSlice, LoadBalancerIngress, LoadBalancerReport, McsRef, ProviderLoadBalancer,
+    ServicePort, SyncPlan,
+};
 use crate::engine::{EngineError, PolicyEngine};
 
 /// Why the component gave no decision.
@@ -132,6 +135,21 @@ impl Planner {
             .map_err(refused)?;
         convert::service_change(action)
             .map_err(|e| refused(format!("the component's object is not a Service: {e}")))
+    }
+
+    /// WIT `load-balancer-status`: the MCS `object`'s `status.loadBalancer.ingress` from its
+    /// providers' load balancers, given its `current` entries, and the condition.
+    pub async fn load_balancer_status(
+        &self,
+        object: &str,
+        providers: Vec<ProviderLoadBalancer>,
+        current: Vec<LoadBalancerIngress>,
+    ) -> Result<LoadBalancerReport, PlanError> {
+        let (engine, budget) = (self.engine.clone(), self.budget);
+        self.blocking(object, move || {
+            engine.load_balancer_status(&providers, &current, budget)
+        })
+        .await
     }
 
     async fn blocking<T: Send + 'static>(

@@ -10,13 +10,14 @@ use kube::api::DynamicObject;
 
 use super::Context;
 use super::apply::{apply_copy, delete_slice, has_finalizer, set_finalizer};
+use super::balancer;
 use super::events::{Seen, due, emit, incompatible};
 use super::messages;
 use super::plan::PlanError;
 use super::read::{ReadError, list_slice_objects, list_slices, mcs_json, object_name};
 use super::service::{Outcome, ServiceError, ensure, read_template, service_ports};
 use super::stale::kept_sources;
-use super::status::{Condition, StatusError, set_conditions};
+use super::status::{Condition, StatusError, set_conditions, set_status};
 use crate::clusters::Cluster;
 pub use crate::clusters::api_error::chain;
 use crate::clusters::api_error::{Kind, classify};
@@ -53,12 +54,14 @@ pub struct Report {
     /// The Service could not be propagated to some member (a missing template does not count:
     /// the hub's Service watch reports its arrival).
     pub service_failed: bool,
+    /// A provider's Service could not be read for the load balancer status.
+    pub load_balancer_failed: bool,
 }
 
 impl Report {
     /// Whether every step succeeded (otherwise the MCS is retried after a backoff).
     pub fn succeeded(&self) -> bool {
-        self.errors.is_empty() && !self.service_failed
+        self.errors.is_empty() && !self.service_failed && !self.load_balancer_failed
     }
 
     pub(super) fn fail(
@@ -86,6 +89,7 @@ impl Report {
         self.failures.extend(other.failures);
         self.incompatible.extend(other.incompatible);
         self.service_failed |= other.service_failed;
+        self.load_balancer_failed |= other.load_balancer_failed;
     }
 
     /// Fails a list of EndpointSlices in `cluster` (a `role` cluster); a 404 there means the
@@ -119,24 +123,24 @@ pub async fn reconcile(
         .plan(&object, mcs_json(mcs)?, ctx.registry.member_names())
         .await?;
     let hub = &ctx.registry.hub.client;
-    if plan.deleting || !plan.active {
+    if plan.deleting || !(plan.active || plan.load_balancer) {
         if let (Some(invalid), false) = (&plan.invalid, plan.deleting) {
             set_conditions(hub, mcs, &[Condition::valid(Some(invalid.clone()))]).await?;
             return Ok(Report::default());
         }
         // Deleted, or no longer CrossCluster: withdraw every copy, then release the object.
+        return release(ctx, mcs, &plan, ready).await;
+    }
+    // Copies are made only for CrossCluster. A LoadBalancer MCS holding our finalizer had
+    // copies made (its types changed while no webhook guarded them): withdraw them.
+    let mut report = if plan.active {
         if !has_finalizer(mcs) {
-            return Ok(Report::default());
+            set_finalizer(hub, mcs, true).await?;
         }
-        let report = withdraw(ctx, &plan.mcs, ready).await;
-        if report.errors.is_empty() {
-            set_finalizer(hub, mcs, false).await?;
-        }
-        return Ok(report);
-    }
-    if !has_finalizer(mcs) {
-        set_finalizer(hub, mcs, true).await?;
-    }
+        Report::default()
+    } else {
+        release(ctx, mcs, &plan, ready).await?
+    };
     for name in &plan.unknown_providers {
         tracing::warn!(mcs = %object, "Provider cluster {name} is not found");
     }
@@ -161,29 +165,70 @@ pub async fn reconcile(
     let template_missing = matches!(template, Ok(None));
     let service_errors = sync_service(ctx, &object, &plan, ready, template).await;
     let key = mcs.metadata.uid.clone().unwrap_or_else(|| object.clone());
-    let mut report = dispatch(ctx, &object, &key, &plan, ready, ports.as_deref()).await;
+    if plan.active {
+        let dispatched = dispatch(ctx, &object, &key, &plan, ready, ports.as_deref()).await;
+        report.absorb(dispatched);
+    }
     report.service_failed = !service_errors.is_empty() && !template_missing;
-    set_conditions(
-        hub,
-        mcs,
-        &[
-            Condition::valid(None),
-            Condition::service_applied(messages::condition(&service_errors)),
-            Condition::dispatched(messages::condition(&report.errors)),
-        ],
-    )
-    .await?;
+    let balancer = if plan.load_balancer {
+        let outcome = balancer::status(ctx, &key, mcs, &plan, ready).await?;
+        report.load_balancer_failed = !outcome.failures.is_empty();
+        Some(outcome)
+    } else {
+        None
+    };
+    let mut wanted = vec![
+        Condition::valid(None),
+        Condition::service_applied(messages::condition(&service_errors)),
+    ];
+    if plan.active {
+        wanted.push(Condition::dispatched(messages::condition(&report.errors)));
+    }
+    let load_balancer = balancer
+        .as_ref()
+        .map(|b| Condition::load_balancer(&b.report));
+    wanted.extend(load_balancer.clone());
+    let ingress = balancer.and_then(|b| b.write);
+    set_status(hub, mcs, &wanted, ingress).await?;
     let now = Seen {
         unknown,
         incompatible: report.incompatible.clone(),
         service_applied: Some(service_errors.is_empty()),
-        dispatched: Some(report.errors.is_empty()),
+        dispatched: plan.active.then_some(report.errors.is_empty()),
+        load_balancer: load_balancer.as_ref().map(|c| c.status),
     };
-    let (service_event, dispatch_event) = (
-        messages::event(&service_errors),
-        messages::event(&report.errors),
-    );
-    report_events(ctx, mcs, &plan, now, service_event, dispatch_event).await;
+    let events = Due {
+        service_error: messages::event(&service_errors),
+        dispatch_error: messages::event(&report.errors),
+        load_balancer,
+    };
+    report_events(ctx, mcs, &plan, now, events).await;
+    Ok(report)
+}
+
+/// The Events' inputs besides what is seen: the failures of the steps, and the load balancer
+/// condition.
+struct Due {
+    service_error: Option<String>,
+    dispatch_error: Option<String>,
+    load_balancer: Option<Condition>,
+}
+
+/// Withdraws every copy of an MCS that no longer has any (deleted, or not CrossCluster), then
+/// releases it, when it carries our finalizer.
+async fn release(
+    ctx: &Context,
+    mcs: &DynamicObject,
+    plan: &SyncPlan,
+    ready: &[String],
+) -> Result<Report, ReconcileError> {
+    if !has_finalizer(mcs) {
+        return Ok(Report::default());
+    }
+    let report = withdraw(ctx, &plan.mcs, ready).await;
+    if report.errors.is_empty() {
+        set_finalizer(&ctx.registry.hub.client, mcs, false).await?;
+    }
     Ok(report)
 }
 
@@ -194,8 +239,7 @@ async fn report_events(
     mcs: &DynamicObject,
     plan: &SyncPlan,
     now: Seen,
-    service_error: Option<String>,
-    dispatch_error: Option<String>,
+    events: Due,
 ) {
     let Some(uid) = mcs.metadata.uid.clone() else {
         return;
@@ -209,8 +253,9 @@ async fn report_events(
         &now,
         &plan.unknown_providers,
         &plan.unknown_consumers,
-        service_error.as_deref(),
-        dispatch_error.as_deref(),
+        events.service_error.as_deref(),
+        events.dispatch_error.as_deref(),
+        events.load_balancer.as_ref(),
     );
     let mut written = true;
     for note in &notes {
@@ -244,7 +289,10 @@ async fn sync_service(
         }
         Err(err) => return vec![chain(&err)],
     };
-    let mut targets: Vec<&String> = plan.providers.iter().chain(&plan.consumers).collect();
+    // Consumers get the Service only for CrossCluster; a LoadBalancer MCS needs it in the
+    // providers, where a member's cloud controller gives it a load balancer.
+    let consumers: &[String] = if plan.active { &plan.consumers } else { &[] };
+    let mut targets: Vec<&String> = plan.providers.iter().chain(consumers).collect();
     targets.sort();
     targets.dedup();
     let clusters = targets

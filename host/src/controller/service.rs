@@ -94,6 +94,24 @@ pub async fn read_template(
         })
 }
 
+/// The Service `<namespace>/<name>` of member `cluster`, `None` when it has none.
+pub async fn read_member(
+    client: &Client,
+    cluster: &str,
+    namespace: &str,
+    name: &str,
+) -> Result<Option<Service>, ServiceError> {
+    let api: Api<Service> = Api::namespaced(client.clone(), namespace);
+    api.get_opt(name)
+        .await
+        .map_err(|source| ServiceError::Read {
+            cluster: cluster.to_string(),
+            namespace: namespace.to_string(),
+            name: name.to_string(),
+            source: Box::new(source),
+        })
+}
+
 /// The template's ports as the component's `service-port` records.
 pub fn service_ports(template: &Service) -> Vec<types::ServicePort> {
     template
@@ -139,15 +157,7 @@ async fn ensure_once(
     let namespace = template.metadata.namespace.clone().unwrap_or_default();
     let name = template.metadata.name.clone().unwrap_or_default();
     let api: Api<Service> = Api::namespaced(client.clone(), &namespace);
-    let existing = api
-        .get_opt(&name)
-        .await
-        .map_err(|source| ServiceError::Read {
-            cluster: cluster.to_string(),
-            namespace: namespace.clone(),
-            name: name.clone(),
-            source: Box::new(source),
-        })?;
+    let existing = read_member(client, cluster, &namespace, &name).await?;
     let change = planner
         .service(template, existing.as_ref())
         .await

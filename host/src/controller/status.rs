@@ -1,14 +1,18 @@
 //! The *status* step: conditions on the MultiClusterService in the hub (docs/sync.md#status-conditions-and-events), with the
-//! metav1 rules: one condition per type, `lastTransitionTime` moves only when `status` does.
+//! metav1 rules: one condition per type, `lastTransitionTime` moves only when `status` does;
+//! and `status.loadBalancer`, when the component says it changed.
 
+use k8s_openapi::api::core::v1::LoadBalancerIngress;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{DynamicObject, Patch, PatchParams};
 use kube::{Api, Client};
 use serde_json::{Value, json};
 
+use super::messages;
 use super::read::{mcs_resource, object_name};
 use super::retry::on_conflict;
+use crate::engine::types::LoadBalancerReport;
 
 /// Condition type of the dispatch outcome.
 pub const DISPATCHED: &str = "EndpointSliceDispatched";
@@ -16,6 +20,8 @@ pub const DISPATCHED: &str = "EndpointSliceDispatched";
 pub const SERVICE_APPLIED: &str = "ServiceApplied";
 /// Condition type of the validation outcome.
 pub const VALID: &str = "Valid";
+/// Condition type of the load balancer status (docs/sync.md, "Load balancer status").
+pub const LOAD_BALANCER: &str = "LoadBalancerStatusReported";
 
 /// Why the status could not be written.
 #[derive(Debug, thiserror::Error)]
@@ -33,7 +39,7 @@ pub enum StatusError {
 pub struct Condition {
     pub type_: &'static str,
     pub status: bool,
-    pub reason: &'static str,
+    pub reason: String,
     pub message: String,
 }
 
@@ -44,13 +50,13 @@ impl Condition {
             None => Condition {
                 type_: DISPATCHED,
                 status: true,
-                reason: "EndpointSliceDispatchedSucceed",
+                reason: "EndpointSliceDispatchedSucceed".into(),
                 message: "EndpointSlice are dispatched successfully".into(),
             },
             Some(message) => Condition {
                 type_: DISPATCHED,
                 status: false,
-                reason: "EndpointSliceDispatchedFailed",
+                reason: "EndpointSliceDispatchedFailed".into(),
                 message,
             },
         }
@@ -62,15 +68,28 @@ impl Condition {
             None => Condition {
                 type_: SERVICE_APPLIED,
                 status: true,
-                reason: "ServiceAppliedSucceed",
+                reason: "ServiceAppliedSucceed".into(),
                 message: "Service is propagated to target clusters.".into(),
             },
             Some(message) => Condition {
                 type_: SERVICE_APPLIED,
                 status: false,
-                reason: "ServiceAppliedFailed",
+                reason: "ServiceAppliedFailed".into(),
                 message,
             },
+        }
+    }
+
+    /// `LoadBalancerStatusReported` as the component decided it.
+    pub fn load_balancer(report: &LoadBalancerReport) -> Self {
+        Condition {
+            type_: LOAD_BALANCER,
+            status: report.complete,
+            reason: report.reason.clone(),
+            message: messages::join_bounded(
+                std::slice::from_ref(&report.message),
+                messages::CONDITION_LIMIT,
+            ),
         }
     }
 
@@ -80,13 +99,13 @@ impl Condition {
             None => Condition {
                 type_: VALID,
                 status: true,
-                reason: "ValidationSucceed",
+                reason: "ValidationSucceed".into(),
                 message: String::new(),
             },
             Some(message) => Condition {
                 type_: VALID,
                 status: false,
-                reason: "ValidationFailed",
+                reason: "ValidationFailed".into(),
                 message,
             },
         }
@@ -143,6 +162,18 @@ pub async fn set_conditions(
     mcs: &DynamicObject,
     wanted: &[Condition],
 ) -> Result<(), StatusError> {
+    set_status(hub, mcs, wanted, None).await
+}
+
+/// [`set_conditions`], and `status.loadBalancer.ingress` set to `ingress` when it is given (in
+/// the same patch; an empty list removes the field, leaving `loadBalancer: {}` as a Service
+/// without ingress has it).
+pub async fn set_status(
+    hub: &Client,
+    mcs: &DynamicObject,
+    wanted: &[Condition],
+    ingress: Option<Vec<LoadBalancerIngress>>,
+) -> Result<(), StatusError> {
     let current = mcs.data["status"]["conditions"]
         .as_array()
         .cloned()
@@ -151,16 +182,25 @@ pub async fn set_conditions(
         .ok()
         .and_then(|v| v.as_str().map(str::to_string))
         .unwrap_or_default();
-    let Some(conditions) = merge(&current, wanted, mcs.metadata.generation, &now) else {
+    let conditions = merge(&current, wanted, mcs.metadata.generation, &now);
+    if conditions.is_none() && ingress.is_none() {
         return Ok(());
-    };
+    }
     let api: Api<DynamicObject> = Api::namespaced_with(
         hub.clone(),
         mcs.metadata.namespace.as_deref().unwrap_or_default(),
         &mcs_resource(),
     );
     let name = mcs.metadata.name.as_deref().unwrap_or_default();
-    let value = json!({"status": {"conditions": conditions}});
+    let mut status = serde_json::Map::new();
+    if let Some(conditions) = conditions {
+        status.insert("conditions".into(), json!(conditions));
+    }
+    if let Some(ingress) = ingress {
+        let ingress = (!ingress.is_empty()).then_some(ingress);
+        status.insert("loadBalancer".into(), json!({ "ingress": ingress }));
+    }
+    let value = json!({ "status": status });
     let (params, patch) = (PatchParams::default(), Patch::Merge(&value));
     on_conflict(|| api.patch_status(name, &params, &patch))
         .await

@@ -1,9 +1,10 @@
-//! Kubernetes objects (k8s-openapi) ⇄ WIT records for the endpoint filter, and Services ⇄ the
-//! JSON text of the `service` function. Field-for-field copies: no decision is taken here.
+//! Kubernetes objects (k8s-openapi) ⇄ WIT records for the endpoint filter and the load balancer
+//! status, and Services ⇄ the JSON text of the `service` function. Field-for-field copies: no
+//! decision is taken here.
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::{ObjectReference, Service};
+use k8s_openapi::api::core::v1::{LoadBalancerIngress, ObjectReference, PortStatus, Service};
 use k8s_openapi::api::discovery::v1 as discovery;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
@@ -187,6 +188,45 @@ pub fn service_change(action: types::ServiceAction) -> Result<ServiceChange, ser
         }
         types::ServiceAction::Conflict(why) => ServiceChange::Conflict(why),
     })
+}
+
+/// A `status.loadBalancer.ingress[]` entry as the component sees it.
+pub fn ingress_to_wit(entry: &LoadBalancerIngress) -> types::LoadBalancerIngress {
+    types::LoadBalancerIngress {
+        ip: entry.ip.clone(),
+        hostname: entry.hostname.clone(),
+        ip_mode: entry.ip_mode.clone(),
+        ports: entry
+            .ports
+            .iter()
+            .flatten()
+            .map(|p| types::PortStatus {
+                port: p.port,
+                protocol: p.protocol.clone(),
+                error: p.error.clone(),
+            })
+            .collect(),
+    }
+}
+
+/// The component's entry as Kubernetes writes it (`ports` absent when empty).
+pub fn ingress_from_wit(entry: types::LoadBalancerIngress) -> LoadBalancerIngress {
+    LoadBalancerIngress {
+        ip: entry.ip,
+        hostname: entry.hostname,
+        ip_mode: entry.ip_mode,
+        ports: (!entry.ports.is_empty()).then(|| {
+            entry
+                .ports
+                .into_iter()
+                .map(|p| PortStatus {
+                    port: p.port,
+                    protocol: p.protocol,
+                    error: p.error,
+                })
+                .collect()
+        }),
+    }
 }
 
 #[cfg(test)]

@@ -50,15 +50,16 @@ pub(crate) mod bindings {
 pub mod types {
     pub use super::bindings::exports::karmada::mcs_policy::policy::{
         AdmissionRequest, Context, Denial, Endpoint, EndpointConditions, EndpointHints,
-        EndpointPort, EndpointSlice, ErrorType, ExposurePort, FieldError, McsRef, ObjectReference,
-        Operation, PatchOp, PatchOperation, Rejection, ServiceAction, ServicePort, Settings,
-        SyncPlan,
+        EndpointPort, EndpointSlice, ErrorType, ExposurePort, FieldError, LoadBalancerIngress,
+        LoadBalancerReport, McsRef, ObjectReference, Operation, PatchOp, PatchOperation,
+        PortStatus, ProviderIngress, ProviderLoadBalancer, Rejection, ServiceAction, ServicePort,
+        Settings, SyncPlan,
     };
 }
 
 use types::{
-    AdmissionRequest, Context, Denial, EndpointSlice, McsRef, PatchOperation, ServiceAction,
-    ServicePort, Settings, SyncPlan,
+    AdmissionRequest, Context, Denial, EndpointSlice, LoadBalancerIngress, LoadBalancerReport,
+    McsRef, PatchOperation, ProviderLoadBalancer, ServiceAction, ServicePort, Settings, SyncPlan,
 };
 
 /// All switches off: the `karmada-compatible` policy.
@@ -309,6 +310,24 @@ impl PolicyEngine {
 }
 
 impl PolicyEngine {
+    /// The MultiClusterService's `status.loadBalancer.ingress` from its providers' load
+    /// balancers, and its condition (WIT `load-balancer-status`).
+    pub fn load_balancer_status(
+        &self,
+        providers: &[ProviderLoadBalancer],
+        current: &[LoadBalancerIngress],
+        budget: Duration,
+    ) -> Result<LoadBalancerReport, EngineError> {
+        let loaded = self.current();
+        self.inner
+            .runtime
+            .run(&loaded, "load-balancer-status", budget, |policy, store| {
+                policy
+                    .karmada_mcs_policy_policy()
+                    .call_load_balancer_status(store, providers, current)
+            })
+    }
+
     /// Why `name` cannot name a member cluster, or `None` when it can (WIT
     /// `cluster-name-problem`).
     pub fn cluster_name_problem(

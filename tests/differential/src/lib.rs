@@ -61,6 +61,10 @@ pub enum Call {
     ClusterNameProblem {
         name: String,
     },
+    LoadBalancerStatus {
+        providers: Vec<h::ProviderLoadBalancer>,
+        current: Vec<h::LoadBalancerIngress>,
+    },
 }
 
 /// What a call returned.
@@ -73,6 +77,7 @@ pub enum Answer {
     Prune(Vec<String>),
     Service(Result<h::ServiceAction, String>),
     ClusterNameProblem(Option<String>),
+    LoadBalancerStatus(h::LoadBalancerReport),
 }
 
 /// The engine every comparison uses: the embedded component, default bounds.
@@ -127,6 +132,9 @@ pub fn component_within(call: &Call, budget: Duration) -> Result<Answer, EngineE
         }
         Call::ClusterNameProblem { name } => {
             Answer::ClusterNameProblem(e.cluster_name_problem(name, budget)?)
+        }
+        Call::LoadBalancerStatus { providers, current } => {
+            Answer::LoadBalancerStatus(e.load_balancer_status(providers, current, budget)?)
         }
     })
 }

@@ -182,7 +182,48 @@ record!(SyncPlan {
     consumers,
     unknown_providers,
     unknown_consumers,
+    load_balancer,
 });
+
+record!(PortStatus {
+    port,
+    protocol,
+    error
+});
+record!(LoadBalancerIngress {
+    ip,
+    hostname,
+    ip_mode,
+    ports
+});
+record!(ProviderLoadBalancer { cluster, ingress });
+record!(LoadBalancerReport {
+    ingress,
+    changed,
+    complete,
+    reason,
+    message
+});
+
+impl Conv<g::ProviderIngress> for h::ProviderIngress {
+    fn conv(self) -> g::ProviderIngress {
+        match self {
+            h::ProviderIngress::Read(list) => g::ProviderIngress::Read(list.conv()),
+            h::ProviderIngress::Kept(list) => g::ProviderIngress::Kept(list.conv()),
+            h::ProviderIngress::Withdrawn => g::ProviderIngress::Withdrawn,
+        }
+    }
+}
+
+impl Conv<h::ProviderIngress> for g::ProviderIngress {
+    fn conv(self) -> h::ProviderIngress {
+        match self {
+            g::ProviderIngress::Read(list) => h::ProviderIngress::Read(list.conv()),
+            g::ProviderIngress::Kept(list) => h::ProviderIngress::Kept(list.conv()),
+            g::ProviderIngress::Withdrawn => h::ProviderIngress::Withdrawn,
+        }
+    }
+}
 
 impl Conv<h::Denial> for g::Denial {
     fn conv(self) -> h::Denial {
@@ -262,5 +303,8 @@ pub fn answer(call: &Call) -> Answer {
         Call::ClusterNameProblem { name } => {
             Answer::ClusterNameProblem(g::Component::cluster_name_problem(name))
         }
+        Call::LoadBalancerStatus { providers, current } => Answer::LoadBalancerStatus(
+            g::Component::load_balancer_status(providers.conv(), current.conv()).conv(),
+        ),
     }
 }

@@ -30,6 +30,9 @@ pub fn check(call: &Call, answer: &Answer) {
         (Call::Plan { .. }, Answer::Plan(plan)) => self::plan(call, plan),
         (Call::Prune { .. }, Answer::Prune(names)) => prune(call, names),
         (Call::Service { .. }, Answer::Service(action)) => service(call, action),
+        (Call::LoadBalancerStatus { .. }, Answer::LoadBalancerStatus(report)) => {
+            load_balancer(call, report)
+        }
         _ => {}
     }
 }
@@ -430,4 +433,57 @@ fn service(call: &Call, action: &Result<h::ServiceAction, String>) {
             decoded.err()
         );
     }
+}
+
+/// The status converges (written, it is unchanged when computed again), holds each entry once
+/// with an entry point, and is complete only when every provider was read and has an ingress.
+fn load_balancer(call: &Call, report: &h::LoadBalancerReport) {
+    let Call::LoadBalancerStatus { providers, current } = call else {
+        return;
+    };
+    let again = native(&Call::LoadBalancerStatus {
+        providers: providers.clone(),
+        current: report.ingress.clone(),
+    });
+    let Answer::LoadBalancerStatus(again) = again else {
+        unreachable!()
+    };
+    ensure!(
+        call,
+        !again.changed && again.ingress == report.ingress,
+        "writing {:?} converges, but computing it again gives {again:?}",
+        report.ingress
+    );
+    ensure!(
+        call,
+        report.changed == (&report.ingress != current),
+        "changed says whether the status differs"
+    );
+    for (i, e) in report.ingress.iter().enumerate() {
+        ensure!(
+            call,
+            e.ip.is_some() || e.hostname.is_some(),
+            "entry {i} names an entry point"
+        );
+        ensure!(
+            call,
+            !report.ingress[..i].contains(e),
+            "entry {i} appears once"
+        );
+        ensure!(
+            call,
+            e.ports.iter().all(|p| p.error.is_some()),
+            "entry {i} has no port status the CRD refuses"
+        );
+    }
+    let all_read = !providers.is_empty()
+        && providers
+            .iter()
+            .all(|p| matches!(&p.ingress, h::ProviderIngress::Read(list) if !list.is_empty()));
+    ensure!(
+        call,
+        !report.complete || all_read,
+        "complete only when every provider was read and has an ingress"
+    );
+    ensure!(call, !report.message.is_empty(), "the condition says why");
 }

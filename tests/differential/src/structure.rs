@@ -926,8 +926,48 @@ pub fn call(u: &mut Unstructured<'_>) -> Result<Call> {
                 existing: existing.map(|e| text(u, &e)).transpose()?,
             }
         }
+        _ if u.arbitrary()? => Call::LoadBalancerStatus {
+            providers: list(u, |u| {
+                Ok(h::ProviderLoadBalancer {
+                    cluster: string(u, CLUSTERS)?,
+                    ingress: match u.int_in_range(0..=3)? {
+                        0 | 1 => h::ProviderIngress::Read(list(u, ingress)?),
+                        2 => h::ProviderIngress::Kept(if u.arbitrary()? {
+                            Some(list(u, ingress)?)
+                        } else {
+                            None
+                        }),
+                        _ => h::ProviderIngress::Withdrawn,
+                    },
+                })
+            })?,
+            current: list(u, ingress)?,
+        },
         _ => Call::ClusterNameProblem {
             name: string(u, CLUSTERS)?,
         },
+    })
+}
+
+/// A `status.loadBalancer.ingress[]` entry: IPs and names valid or not, sometimes empty.
+fn ingress(u: &mut Unstructured<'_>) -> Result<h::LoadBalancerIngress> {
+    let maybe = |u: &mut Unstructured<'_>, dict: &[&str]| -> Result<Option<String>> {
+        Ok(if u.arbitrary()? {
+            Some(string(u, dict)?)
+        } else {
+            None
+        })
+    };
+    Ok(h::LoadBalancerIngress {
+        ip: maybe(u, IPS)?,
+        hostname: maybe(u, NAMES)?,
+        ip_mode: maybe(u, &["VIP", "Proxy", ""])?,
+        ports: list(u, |u| {
+            Ok(h::PortStatus {
+                port: *u.choose(PORT_NUMBERS)? as i32,
+                protocol: string(u, &["TCP", "UDP", "SCTP", ""])?,
+                error: maybe(u, &["CertificateError", "example.com/Quota", ""])?,
+            })
+        })?,
     })
 }

@@ -61,6 +61,13 @@ fn outcomes(answer: &Answer) -> Vec<String> {
         )),
         Answer::Service(Err(_)) => out.push("service error".into()),
         Answer::ClusterNameProblem(p) => out.push(format!("cluster name ok: {}", p.is_none())),
+        Answer::LoadBalancerStatus(r) => {
+            out.push(format!("load balancer complete: {}", r.complete));
+            out.push(format!("load balancer changed: {}", r.changed));
+            if !r.ingress.is_empty() {
+                out.push("load balancer ingress".into());
+            }
+        }
     }
     out
 }
@@ -112,6 +119,11 @@ fn random_structured_calls_reach_every_kind_of_answer() {
         "service error",
         "cluster name ok: true",
         "cluster name ok: false",
+        "load balancer complete: true",
+        "load balancer complete: false",
+        "load balancer changed: true",
+        "load balancer changed: false",
+        "load balancer ingress",
     ];
     let missing: Vec<&str> = expected
         .into_iter()

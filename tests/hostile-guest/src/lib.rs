@@ -9,8 +9,9 @@ wit_bindgen::generate!({
 });
 
 use exports::karmada::mcs_policy::policy::{
-    AdmissionRequest, Context, Denial, EndpointSlice, Guest, McsRef, PatchOperation, ServiceAction,
-    ServicePort, Settings, SyncPlan,
+    AdmissionRequest, Context, Denial, EndpointSlice, Guest, LoadBalancerIngress,
+    LoadBalancerReport, McsRef, PatchOperation, ProviderLoadBalancer, ServiceAction, ServicePort,
+    Settings, SyncPlan,
 };
 
 /// The exported component.
@@ -80,6 +81,20 @@ impl Guest for Hostile {
     fn service(template: String, _existing: Option<String>) -> Result<ServiceAction, String> {
         misbehave(&template);
         Ok(ServiceAction::Unchanged)
+    }
+
+    fn load_balancer_status(
+        providers: Vec<ProviderLoadBalancer>,
+        _current: Vec<LoadBalancerIngress>,
+    ) -> LoadBalancerReport {
+        misbehave(providers.first().map_or("", |p| p.cluster.as_str()));
+        LoadBalancerReport {
+            ingress: Vec::new(),
+            changed: false,
+            complete: false,
+            reason: String::new(),
+            message: String::new(),
+        }
     }
 
     fn cluster_name_problem(name: String) -> Option<String> {

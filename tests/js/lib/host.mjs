@@ -320,3 +320,44 @@ export function runService(policy, input) {
   }
   return { action: action.tag, object };
 }
+
+// ---------------------------------------------------------------------------------------------
+// Load balancer status (host/src/eval.rs `load_balancer_json`, `load_balancer_answer`)
+
+/** `ingress_to_wit`: a Kubernetes `LoadBalancerIngress` → the WIT `load-balancer-ingress`. */
+function ingressToWit(e) {
+  return {
+    ...some(e, ['ip', 'hostname', 'ipMode']),
+    ports: (e.ports ?? []).map((p) => ({ port: p.port, protocol: p.protocol, ...some(p, ['error']) })),
+  };
+}
+
+/** `ingress_from_wit`: as Kubernetes writes it (`ports` absent when empty). */
+function ingressFromWit(e) {
+  const out = some(e, ['ip', 'hostname', 'ipMode']);
+  if (e.ports.length > 0) out.ports = e.ports.map((p) => some(p, ['port', 'protocol', 'error']));
+  return out;
+}
+
+/**
+ * `load_balancer_json`: a load-balancer input (the `input` of a load-balancer fixture:
+ * `providers` with `ingress` `{read: [...]}`, `{kept: [...] | null}` or `"withdrawn"`, and
+ * `current`) → the report as `mcs-policy eval load-balancer` prints it.
+ */
+export function runLoadBalancer(policy, input) {
+  const providers = input.providers.map((p) => {
+    let ingress;
+    if (p.ingress === 'withdrawn') ingress = { tag: 'withdrawn' };
+    else if ('read' in p.ingress) ingress = { tag: 'read', val: p.ingress.read.map(ingressToWit) };
+    else ingress = { tag: 'kept', val: p.ingress.kept == null ? undefined : p.ingress.kept.map(ingressToWit) };
+    return { cluster: p.cluster, ingress };
+  });
+  const r = policy.loadBalancerStatus(providers, (input.current ?? []).map(ingressToWit));
+  return {
+    ingress: r.ingress.map(ingressFromWit),
+    changed: r.changed,
+    complete: r.complete,
+    reason: r.reason,
+    message: r.message,
+  };
+}

@@ -81,3 +81,38 @@ async fn an_invalid_range_is_refused_at_start() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("the mask must be >= 12"), "{stderr}");
 }
+
+#[tokio::test]
+async fn a_load_balancer_status_written_through_the_subresource_gets_ip_mode_vip() {
+    // As a cloud controller writes it: `ip` without `ipMode`; the API server defaults `VIP`
+    // (`SetDefaults_Service`, LoadBalancerIPMode), and keeps an explicit one and a hostname.
+    let sim = Sim::start().await;
+    let body = json!({"metadata": {"name": "lb"},
+        "spec": {"type": "LoadBalancer", "selector": {"app": "lb"}, "ports": [{"port": 80}]}});
+    let created = sim
+        .request("POST", SERVICES, "application/json", &body.to_string())
+        .await
+        .expect("create answered");
+    assert_eq!(created.status, 201, "{}", created.body);
+    let status = json!({"status": {"loadBalancer": {"ingress": [
+        {"ip": "192.0.2.10"},
+        {"ip": "192.0.2.11", "ipMode": "Proxy"},
+        {"hostname": "lb.example.com"}]}}});
+    let patched = sim
+        .request(
+            "PATCH",
+            &format!("{SERVICES}/lb/status"),
+            "application/merge-patch+json",
+            &status.to_string(),
+        )
+        .await
+        .expect("status patch answered");
+    assert_eq!(patched.status, 200, "{}", patched.body);
+    let want = json!([
+        {"ip": "192.0.2.10", "ipMode": "VIP"},
+        {"ip": "192.0.2.11", "ipMode": "Proxy"},
+        {"hostname": "lb.example.com"}]);
+    assert_eq!(patched.json()["status"]["loadBalancer"]["ingress"], want);
+    let read = sim.get(&format!("{SERVICES}/lb")).await;
+    assert_eq!(read.json()["status"]["loadBalancer"]["ingress"], want);
+}

@@ -78,6 +78,15 @@ pub fn decode_defaults(svc: &mut Value) {
     if ty == "LoadBalancer" && spec["allocateLoadBalancerNodePorts"].is_null() {
         spec["allocateLoadBalancerNodePorts"] = json!(true);
     }
+    // `LoadBalancerIPMode` (GA, always on): an ingress point with an `ip` and no `ipMode` is
+    // `VIP`, whoever writes the status (a cloud controller usually leaves it out).
+    let ingress = svc["status"]["loadBalancer"]["ingress"].as_array_mut();
+    for point in ingress.into_iter().flatten() {
+        let has_ip = !point["ip"].as_str().unwrap_or_default().is_empty();
+        if has_ip && point["ipMode"].is_null() && point.is_object() {
+            point["ipMode"] = json!("VIP");
+        }
+    }
 }
 
 /// A port's protocol (TCP) and targetPort (the port, when 0 or "").
