@@ -105,7 +105,7 @@ fn default_identity() -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use clap::Parser;
 
@@ -115,7 +115,8 @@ mod tests {
         leader: LeaderArgs,
     }
 
-    fn parse(args: &[&str]) -> LeaderArgs {
+    /// The leader flags parsed from `args`.
+    pub(in crate::controller::leader) fn parse(args: &[&str]) -> LeaderArgs {
         let argv = std::iter::once("test").chain(args.iter().copied());
         Cli::try_parse_from(argv).expect("flags parse").leader
     }

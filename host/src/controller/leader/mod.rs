@@ -131,20 +131,8 @@ impl Leadership {
 mod tests {
     use std::time::Duration;
 
-    use clap::Parser;
-
+    use super::args::tests::parse;
     use super::*;
-
-    #[derive(Debug, Parser)]
-    struct Cli {
-        #[command(flatten)]
-        leader: LeaderArgs,
-    }
-
-    fn parse(args: &[&str]) -> LeaderArgs {
-        let argv = std::iter::once("test").chain(args.iter().copied());
-        Cli::try_parse_from(argv).expect("flags parse").leader
-    }
 
     #[tokio::test]
     async fn without_election_this_replica_always_leads() {
