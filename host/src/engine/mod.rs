@@ -30,7 +30,7 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 pub use error::EngineError;
-use runtime::{Loaded, Runtime};
+use runtime::{Function, Loaded, Runtime, sig};
 
 /// The component built from `guest/` and embedded at build time.
 pub const EMBEDDED_COMPONENT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/mcs_policy.wasm"));
@@ -196,10 +196,10 @@ impl PolicyEngine {
         let loaded = self.current();
         self.inner
             .runtime
-            .run(&loaded, "validate", budget, |policy, store| {
-                policy
-                    .karmada_mcs_policy_policy()
-                    .call_validate(store, request, *settings, context)
+            .run(&loaded, Function::Validate, budget, |callee, store| {
+                // SAFETY: these are the `sig` types of `validate`.
+                let f = unsafe { callee.typed::<sig::Validate<'_>, sig::ValidateOut>() };
+                f.call(store, (request, *settings, context)).map(|(r,)| r)
             })
     }
 
@@ -213,10 +213,10 @@ impl PolicyEngine {
         let loaded = self.current();
         self.inner
             .runtime
-            .run(&loaded, "mutate", budget, |policy, store| {
-                policy
-                    .karmada_mcs_policy_policy()
-                    .call_mutate(store, request, *settings)
+            .run(&loaded, Function::Mutate, budget, |callee, store| {
+                // SAFETY: these are the `sig` types of `mutate`.
+                let f = unsafe { callee.typed::<sig::Mutate<'_>, sig::MutateOut>() };
+                f.call(store, (request, *settings)).map(|(r,)| r)
             })
     }
 
@@ -233,15 +233,14 @@ impl PolicyEngine {
         let loaded = self.current();
         self.inner
             .runtime
-            .run(&loaded, "filter", budget, |policy, store| {
-                policy.karmada_mcs_policy_policy().call_filter(
+            .run(&loaded, Function::Filter, budget, |callee, store| {
+                // SAFETY: these are the `sig` types of `filter`.
+                let f = unsafe { callee.typed::<sig::Filter<'_>, sig::FilterOut>() };
+                f.call(
                     store,
-                    mcs,
-                    service_ports,
-                    source_cluster,
-                    consumer_cluster,
-                    slices,
+                    (mcs, service_ports, source_cluster, consumer_cluster, slices),
                 )
+                .map(|(r,)| r)
             })
     }
 }
@@ -257,10 +256,10 @@ impl PolicyEngine {
         let loaded = self.current();
         self.inner
             .runtime
-            .run(&loaded, "plan", budget, |policy, store| {
-                policy
-                    .karmada_mcs_policy_policy()
-                    .call_plan(store, mcs, registered_clusters)
+            .run(&loaded, Function::Plan, budget, |callee, store| {
+                // SAFETY: these are the `sig` types of `plan`.
+                let f = unsafe { callee.typed::<sig::Plan<'_>, sig::PlanOut>() };
+                f.call(store, (mcs, registered_clusters)).map(|(r,)| r)
             })
     }
 
@@ -277,14 +276,11 @@ impl PolicyEngine {
         let loaded = self.current();
         self.inner
             .runtime
-            .run(&loaded, "prune", budget, |policy, store| {
-                policy.karmada_mcs_policy_policy().call_prune(
-                    store,
-                    mcs,
-                    existing,
-                    desired,
-                    kept_sources,
-                )
+            .run(&loaded, Function::Prune, budget, |callee, store| {
+                // SAFETY: these are the `sig` types of `prune`.
+                let f = unsafe { callee.typed::<sig::Prune<'_>, sig::PruneOut>() };
+                f.call(store, (mcs, existing, desired, kept_sources))
+                    .map(|(r,)| r)
             })
     }
 
@@ -299,10 +295,10 @@ impl PolicyEngine {
         let loaded = self.current();
         self.inner
             .runtime
-            .run(&loaded, "service", budget, |policy, store| {
-                policy
-                    .karmada_mcs_policy_policy()
-                    .call_service(store, template, existing)
+            .run(&loaded, Function::Service, budget, |callee, store| {
+                // SAFETY: these are the `sig` types of `service`.
+                let f = unsafe { callee.typed::<sig::Service<'_>, sig::ServiceOut>() };
+                f.call(store, (template, existing)).map(|(r,)| r)
             })
     }
 }
@@ -316,13 +312,18 @@ impl PolicyEngine {
         budget: Duration,
     ) -> Result<Option<String>, EngineError> {
         let loaded = self.current();
-        self.inner
-            .runtime
-            .run(&loaded, "cluster-name-problem", budget, |policy, store| {
-                policy
-                    .karmada_mcs_policy_policy()
-                    .call_cluster_name_problem(store, name)
-            })
+        self.inner.runtime.run(
+            &loaded,
+            Function::ClusterNameProblem,
+            budget,
+            |callee, store| {
+                // SAFETY: these are the `sig` types of `cluster-name-problem`.
+                let f = unsafe {
+                    callee.typed::<sig::ClusterNameProblem<'_>, sig::ClusterNameProblemOut>()
+                };
+                f.call(store, (name,)).map(|(r,)| r)
+            },
+        )
     }
 }
 
