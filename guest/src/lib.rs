@@ -32,7 +32,8 @@ use exports::karmada::mcs_policy::policy::Guest;
 pub use exports::karmada::mcs_policy::policy::{
     AdmissionRequest, Context, Denial, Endpoint, EndpointConditions, EndpointHints, EndpointPort,
     EndpointSlice, ErrorType, ExposurePort, FieldError, McsRef, ObjectReference, Operation,
-    PatchOp, PatchOperation, Rejection, ServiceAction, ServicePort, Settings, SyncPlan,
+    PatchOp, PatchOperation, Rejection, ServiceAction, ServicePort, Settings, SliceCopy,
+    SliceSummary, SyncPlan,
 };
 
 /// The exported component.
@@ -59,14 +60,14 @@ impl Guest for Policy {
         service_ports: Option<Vec<ServicePort>>,
         source_cluster: String,
         consumer_cluster: String,
-        slices: Vec<EndpointSlice>,
-    ) -> Vec<EndpointSlice> {
-        filter::filter(
+        slices: Vec<SliceSummary>,
+    ) -> Vec<SliceCopy> {
+        filter::copies(
             &mcs,
             service_ports.as_deref(),
             &source_cluster,
             &consumer_cluster,
-            slices,
+            &slices,
         )
     }
 

@@ -49,13 +49,13 @@ pub mod types {
         AdmissionRequest, Context, Denial, Endpoint, EndpointConditions, EndpointHints,
         EndpointPort, EndpointSlice, ErrorType, ExposurePort, FieldError, McsRef, ObjectReference,
         Operation, PatchOp, PatchOperation, Rejection, ServiceAction, ServicePort, Settings,
-        SyncPlan,
+        SliceCopy, SliceSummary, SyncPlan,
     };
 }
 
 use types::{
     AdmissionRequest, Context, Denial, EndpointSlice, McsRef, PatchOperation, ServiceAction,
-    ServicePort, Settings, SyncPlan,
+    ServicePort, Settings, SliceSummary, SyncPlan,
 };
 
 /// All switches off: the `karmada-compatible` policy.
@@ -220,7 +220,9 @@ impl PolicyEngine {
             })
     }
 
-    /// The endpoint filter (WIT `filter`), within `budget`.
+    /// The endpoint filter (WIT `filter`), within `budget`: the copies of `slices` the consumer
+    /// must hold. Only the slices' summaries cross into the component; the copies are assembled
+    /// here from its answer (`convert::assemble`), endpoints copied from `slices`.
     pub fn filter(
         &self,
         mcs: &McsRef,
@@ -230,17 +232,33 @@ impl PolicyEngine {
         slices: &[EndpointSlice],
         budget: Duration,
     ) -> Result<Vec<EndpointSlice>, EngineError> {
+        let summaries: Vec<SliceSummary> = slices.iter().map(convert::summary).collect();
         let loaded = self.current();
-        self.inner
-            .runtime
-            .run(&loaded, Function::Filter, budget, |callee, store| {
-                // SAFETY: these are the `sig` types of `filter`.
-                let f = unsafe { callee.typed::<sig::Filter<'_>, sig::FilterOut>() };
-                f.call(
-                    store,
-                    (mcs, service_ports, source_cluster, consumer_cluster, slices),
-                )
-                .map(|(r,)| r)
+        let copies =
+            self.inner
+                .runtime
+                .run(&loaded, Function::Filter, budget, |callee, store| {
+                    // SAFETY: these are the `sig` types of `filter`.
+                    let f = unsafe { callee.typed::<sig::Filter<'_>, sig::FilterOut>() };
+                    f.call(
+                        store,
+                        (
+                            mcs,
+                            service_ports,
+                            source_cluster,
+                            consumer_cluster,
+                            &summaries,
+                        ),
+                    )
+                    .map(|(r,)| r)
+                })?;
+        copies
+            .into_iter()
+            .map(|copy| convert::assemble(copy, slices))
+            .collect::<Result<_, _>>()
+            .map_err(|message| EngineError::Trap {
+                function: Function::Filter.name(),
+                message,
             })
     }
 }

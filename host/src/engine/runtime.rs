@@ -27,7 +27,7 @@ use super::cache::ArtefactCache;
 use super::error::EngineError;
 use super::types::{
     AdmissionRequest, Context, Denial, EndpointSlice, McsRef, PatchOperation, ServiceAction,
-    ServicePort, Settings, SyncPlan,
+    ServicePort, Settings, SliceCopy, SliceSummary, SyncPlan,
 };
 
 /// The exported interface (`wit/policy.wit`).
@@ -47,9 +47,9 @@ pub mod sig {
         Option<&'a [ServicePort]>,
         &'a str,
         &'a str,
-        &'a [EndpointSlice],
+        &'a [SliceSummary],
     );
-    pub type FilterOut = (Vec<EndpointSlice>,);
+    pub type FilterOut = (Vec<SliceCopy>,);
     pub type Plan<'a> = (&'a str, &'a [String]);
     pub type PlanOut = (Result<SyncPlan, String>,);
     pub type Prune<'a> = (&'a McsRef, &'a [EndpointSlice], &'a [String], &'a [String]);
