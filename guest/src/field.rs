@@ -1,6 +1,8 @@
 //! Field errors and their rendering, byte for byte as Kubernetes' `field.Error` and
 //! `ErrorList.ToAggregate()` print them (SPEC §2.5). Every rule module produces these.
 
+use std::collections::BTreeSet;
+
 use crate::gofmt::{go_json_string, go_quote};
 
 /// Kind of a field error; `label()` is the text Kubernetes prints.
@@ -144,19 +146,20 @@ impl FieldError {
 }
 
 /// `ErrorList.ToAggregate().Error()`: de-duplicate by rendered text keeping the first, join with
-/// `, `, and wrap in brackets when more than one message remains.
+/// `, `, and wrap in brackets when more than one message remains. O(n log n): an object can
+/// carry a hundred thousand errors.
 pub fn aggregate(errors: &[FieldError]) -> String {
-    let mut seen: Vec<String> = Vec::with_capacity(errors.len());
-    for e in errors {
-        let line = e.render();
-        if !seen.contains(&line) {
-            seen.push(line);
-        }
-    }
-    match seen.len() {
-        0 => String::new(),
-        1 => seen.pop().unwrap_or_default(),
-        _ => format!("[{}]", seen.join(", ")),
+    let rendered: Vec<String> = errors.iter().map(FieldError::render).collect();
+    let mut seen = BTreeSet::new();
+    let kept: Vec<&str> = rendered
+        .iter()
+        .map(String::as_str)
+        .filter(|line| seen.insert(*line))
+        .collect();
+    match kept.as_slice() {
+        [] => String::new(),
+        [one] => (*one).to_string(),
+        _ => format!("[{}]", kept.join(", ")),
     }
 }
 

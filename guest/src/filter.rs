@@ -6,6 +6,8 @@
 //! cross the component boundary (WIT `filter`). `filter` applies the same decision to whole
 //! slices, for native callers and tests.
 
+use std::collections::{BTreeMap, BTreeSet};
+
 use crate::{EndpointPort, EndpointSlice, McsRef, ServicePort, SliceCopy, SliceSummary};
 
 pub const SERVICE_NAME_LABEL: &str = "kubernetes.io/service-name";
@@ -35,7 +37,7 @@ pub fn copies(
         .iter()
         .enumerate()
         .filter(|(_, s)| is_source_slice(s, mcs))
-        .filter_map(|(i, s)| copy_of(i, s, mcs, source, allowed.as_deref()))
+        .filter_map(|(i, s)| copy_of(i, s, mcs, source, allowed.as_ref()))
         .collect()
 }
 
@@ -107,28 +109,32 @@ fn is_source_slice(slice: &SliceSummary, mcs: &McsRef) -> bool {
 /// An MCS entry picks a Service port by name when it has one, else by number; the slice port
 /// serving that Service port carries the Service port's name. Without the Service's ports,
 /// named entries match slice ports by name and numbered ones match nothing.
-fn allowed_port_names(mcs: &McsRef, service_ports: Option<&[ServicePort]>) -> Option<Vec<String>> {
+fn allowed_port_names(
+    mcs: &McsRef,
+    service_ports: Option<&[ServicePort]>,
+) -> Option<BTreeSet<String>> {
     if mcs.ports.is_empty() {
         return None;
     }
-    let names = mcs
+    // The Service's port names, and the name of the first port with each number.
+    let mut names: BTreeSet<&str> = BTreeSet::new();
+    let mut by_number: BTreeMap<i32, &str> = BTreeMap::new();
+    for sp in service_ports.unwrap_or_default() {
+        names.insert(&sp.name);
+        by_number.entry(sp.port).or_insert(&sp.name);
+    }
+    let allowed = mcs
         .ports
         .iter()
-        .filter_map(|entry| match service_ports {
-            Some(ports) => ports
-                .iter()
-                .find(|sp| {
-                    if entry.name.is_empty() {
-                        sp.port == entry.port
-                    } else {
-                        sp.name == entry.name
-                    }
-                })
-                .map(|sp| sp.name.clone()),
-            None => (!entry.name.is_empty()).then(|| entry.name.clone()),
+        .filter_map(|entry| match (service_ports, entry.name.is_empty()) {
+            (Some(_), true) => by_number.get(&entry.port).map(|name| name.to_string()),
+            (Some(_), false) => names
+                .contains(entry.name.as_str())
+                .then(|| entry.name.clone()),
+            (None, empty) => (!empty).then(|| entry.name.clone()),
         })
         .collect();
-    Some(names)
+    Some(allowed)
 }
 
 fn copy_of(
@@ -136,7 +142,7 @@ fn copy_of(
     slice: &SliceSummary,
     mcs: &McsRef,
     source: &str,
-    allowed: Option<&[String]>,
+    allowed: Option<&BTreeSet<String>>,
 ) -> Option<SliceCopy> {
     let ports: Vec<u32> = slice
         .port_names
@@ -144,7 +150,7 @@ fn copy_of(
         .enumerate()
         .filter(|(_, name)| match allowed {
             None => true,
-            Some(names) => names.iter().any(|n| n == name.as_deref().unwrap_or("")),
+            Some(names) => names.contains(name.as_deref().unwrap_or("")),
         })
         .map(|(i, _)| i as u32)
         .collect();
@@ -353,6 +359,22 @@ mod tests {
         assert_eq!(by_name[0].ports, vec![port("http", 8080)]);
         let by_number = filter(&mcs(&[("", 9100)]), Some(&sp), "m1", "m2", vec![own("a")]);
         assert_eq!(by_number[0].ports, vec![port("metrics", 9090)]);
+    }
+
+    #[test]
+    fn an_unnamed_entry_picks_the_first_service_port_with_its_number() {
+        let sp = vec![
+            ServicePort {
+                name: "metrics".into(),
+                port: 80,
+            },
+            ServicePort {
+                name: "http".into(),
+                port: 80,
+            },
+        ];
+        let out = filter(&mcs(&[("", 80)]), Some(&sp), "m1", "m2", vec![own("a")]);
+        assert_eq!(out[0].ports, vec![port("metrics", 9090)]);
     }
 
     #[test]

@@ -2,6 +2,8 @@
 //! checked as DNS-1035 labels, and the metadata part of `ValidateObjectMetaUpdate`.
 //! Maps are visited in sorted key order (Go's order is random; ours is stable).
 
+use std::collections::BTreeSet;
+
 use crate::decode::{ManagedFields, ObjectMeta, OwnerReference};
 use crate::field::{BadValue, FieldError};
 use crate::gofmt::{go_json_string, go_string_slice_literal};
@@ -71,10 +73,11 @@ pub fn validate_create(meta: &ObjectMeta) -> Vec<FieldError> {
 pub fn validate_update(new: &ObjectMeta, old: &ObjectMeta) -> Vec<FieldError> {
     let mut errs = Vec::new();
     if old.deletion_timestamp.is_some() {
+        let old_finalizers: BTreeSet<&str> = old.finalizers.iter().map(String::as_str).collect();
         let mut extra: Vec<String> = new
             .finalizers
             .iter()
-            .filter(|f| !old.finalizers.contains(f))
+            .filter(|f| !old_finalizers.contains(f.as_str()))
             .cloned()
             .collect();
         extra.sort();

@@ -2,6 +2,8 @@
 //! §4.10): whether an MCS acts, which clusters provide and consume, which names are unknown,
 //! and which existing copies are stale.
 
+use std::collections::BTreeSet;
+
 use crate::decode::decode_mcs;
 use crate::field::aggregate;
 use crate::filter::{
@@ -68,16 +70,18 @@ fn select(listed: &[String], registered: &[String]) -> (Vec<String>, Vec<String>
     if listed.is_empty() {
         return (registered.to_vec(), Vec::new());
     }
+    let registered: BTreeSet<&str> = registered.iter().map(String::as_str).collect();
+    let mut seen = BTreeSet::new();
     let mut known = Vec::new();
     let mut unknown = Vec::new();
     for name in listed {
-        let bucket = if registered.contains(name) {
-            &mut known
+        if !seen.insert(name.as_str()) {
+            continue;
+        }
+        if registered.contains(name.as_str()) {
+            known.push(name.clone());
         } else {
-            &mut unknown
-        };
-        if !bucket.contains(name) {
-            bucket.push(name.clone());
+            unknown.push(name.clone());
         }
     }
     (known, unknown)
@@ -92,6 +96,8 @@ pub fn prune(
     desired: &[String],
     kept_sources: &[String],
 ) -> Vec<String> {
+    let desired: BTreeSet<&str> = desired.iter().map(String::as_str).collect();
+    let kept_sources: BTreeSet<&str> = kept_sources.iter().map(String::as_str).collect();
     let value = |pairs: &[(String, String)], key: &str| -> Option<String> {
         pairs
             .iter()
@@ -105,9 +111,9 @@ pub fn prune(
         .filter(|s| value(&s.labels, MANAGED_BY_LABEL).as_deref() == Some(DISPATCH_MANAGER))
         .filter(|s| {
             value(&s.annotations, PROVISION_CLUSTER_ANNOTATION)
-                .is_some_and(|source| !kept_sources.contains(&source))
+                .is_some_and(|source| !kept_sources.contains(source.as_str()))
         })
-        .filter(|s| !desired.contains(&s.name))
+        .filter(|s| !desired.contains(s.name.as_str()))
         .map(|s| s.name.clone())
         .collect()
 }

@@ -11,6 +11,8 @@
 //! must be deleted and created again. Only a Service this controller created (labelled
 //! [`CREATED_BY_LABEL`]) is ever deleted; another one is left alone and reported.
 
+use std::collections::BTreeMap;
+
 use serde_json::{Map, Value};
 
 /// What to do in one member cluster.
@@ -136,15 +138,20 @@ fn updated(template: &Map<String, Value>, existing: &Map<String, Value>) -> Valu
             spec.insert(key.to_string(), value.clone());
         }
     }
-    let old_ports = ports(&old);
+    // The nodePort of the first old port with each name and number.
+    let mut node_ports: BTreeMap<PortKey<'_>, Option<&Value>> = BTreeMap::new();
+    for o in ports(&old) {
+        node_ports
+            .entry(port_key(o))
+            .or_insert_with(|| present(o, "nodePort"));
+    }
+    let node_ports: BTreeMap<PortKey<'_>, Value> = node_ports
+        .into_iter()
+        .filter_map(|(key, node_port)| Some((key, node_port?.clone())))
+        .collect();
     for port in ports_mut(&mut spec) {
-        let node_port = old_ports
-            .iter()
-            .find(|o| present(o, "name") == present(port, "name") && same_port(o, port))
-            .and_then(|o| present(o, "nodePort"))
-            .cloned();
-        if let Some(node_port) = node_port {
-            port.insert("nodePort".to_string(), node_port);
+        if let Some(node_port) = node_ports.get(&port_key(port)) {
+            port.insert("nodePort".to_string(), node_port.clone());
         }
     }
     let metadata = object(existing, "metadata").cloned().unwrap_or_default();
@@ -245,9 +252,14 @@ fn ports_mut(spec: &mut Map<String, Value>) -> impl Iterator<Item = &mut Map<Str
         .filter_map(Value::as_object_mut)
 }
 
-fn same_port(a: &Map<String, Value>, b: &Map<String, Value>) -> bool {
-    let number = |p: &Map<String, Value>| p.get("port").and_then(Value::as_i64);
-    number(a) == number(b)
+/// A port's name and number, which identify it across the template and the member's Service.
+type PortKey<'a> = (Option<&'a str>, Option<i64>);
+
+fn port_key(port: &Map<String, Value>) -> PortKey<'_> {
+    (
+        present(port, "name").and_then(Value::as_str),
+        port.get("port").and_then(Value::as_i64),
+    )
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -401,6 +413,25 @@ mod tests {
                          "selector": {"app": "web"},
                          "ports": [{"name": "http", "port": 80}]}
             })
+        );
+    }
+
+    #[test]
+    fn a_replaced_port_keeps_the_node_port_of_the_first_member_port_with_its_name_and_number() {
+        let t = json!({"spec": {"type": "NodePort", "ports": [
+            {"name": "http", "port": 80}, {"port": 81}, {"name": "grpc", "port": 82}]}});
+        let member = json!({"spec": {"type": "LoadBalancer", "ports": [
+            {"name": "http", "port": 8080, "nodePort": 30001},
+            {"name": "http", "port": 80},
+            {"name": "http", "port": 80, "nodePort": 30003},
+            {"port": 81, "nodePort": 30004},
+            {"name": "grpc", "port": 82, "nodePort": 30005}]}});
+        let spec = object_of(decide(&t, Some(&member)).unwrap())["spec"].clone();
+        // http/80 matches the member's second port first, which has none.
+        assert_eq!(
+            spec["ports"],
+            json!([{"name": "http", "port": 80}, {"port": 81, "nodePort": 30004},
+                   {"name": "grpc", "port": 82, "nodePort": 30005}])
         );
     }
 

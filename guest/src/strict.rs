@@ -1,6 +1,8 @@
 //! The rules of the `strict` policy (SPEC §6), each behind its own setting. They run after the
 //! Karmada-compatible rules, so a strict policy only ever adds errors and warnings.
 
+use std::collections::BTreeSet;
+
 use crate::decode::Mcs;
 use crate::field::{BadValue, FieldError, child, index};
 use crate::validate::{Known, Rules};
@@ -41,8 +43,9 @@ pub fn errors(mcs: &Mcs, rules: &Rules, known: &Known) -> Vec<FieldError> {
             .map(|(name, _)| name.clone())
             .filter(|n| !n.is_empty())
             .collect();
+        let known: BTreeSet<&str> = supported.iter().map(String::as_str).collect();
         for (i, port) in spec.ports.iter().enumerate() {
-            if !port.name.is_empty() && !supported.contains(&port.name) {
+            if !port.name.is_empty() && !known.contains(port.name.as_str()) {
                 errs.push(FieldError::unsupported(
                     child(&index("spec.ports", i), "name"),
                     BadValue::Str(port.name.clone()),
@@ -60,6 +63,7 @@ pub fn warnings(mcs: &Mcs, rules: &Rules, known: &Known) -> Vec<String> {
     else {
         return Vec::new();
     };
+    let registered: BTreeSet<&str> = registered.iter().map(String::as_str).collect();
     let spec = &mcs.spec;
     let mut out = Vec::new();
     for (list, path, role) in [
@@ -67,7 +71,7 @@ pub fn warnings(mcs: &Mcs, rules: &Rules, known: &Known) -> Vec<String> {
         (&spec.consumer_clusters, "spec.consumerClusters", "consumer"),
     ] {
         for (i, name) in list.iter().enumerate() {
-            if !name.is_empty() && !registered.contains(name) {
+            if !name.is_empty() && !registered.contains(name.as_str()) {
                 out.push(format!(
                     "{}: {role} cluster {} is not registered",
                     child(&index(path, i), "name"),
@@ -81,5 +85,9 @@ pub fn warnings(mcs: &Mcs, rules: &Rules, known: &Known) -> Vec<String> {
 
 /// Indices of items equal to an earlier item.
 fn repeats(items: &[String]) -> impl Iterator<Item = usize> + '_ {
-    (0..items.len()).filter(move |&i| items[..i].contains(&items[i]))
+    let mut seen = BTreeSet::new();
+    items
+        .iter()
+        .enumerate()
+        .filter_map(move |(i, item)| (!seen.insert(item.as_str())).then_some(i))
 }

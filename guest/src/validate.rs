@@ -2,6 +2,8 @@
 //! decode, then metadata, spec and (on update) immutability and status rules, rendered as
 //! Kubernetes renders field errors.
 
+use std::collections::BTreeSet;
+
 use crate::decode::{Ingress, Mcs, decode_mcs};
 use crate::field::{BadValue, FieldError, aggregate, child, index};
 use crate::names;
@@ -109,7 +111,7 @@ pub fn validate_update(new: &Mcs, old: &Mcs, rules: &Rules, known: &Known) -> Ve
 fn validate_spec(mcs: &Mcs) -> Vec<FieldError> {
     let spec = &mcs.spec;
     let mut errs = Vec::new();
-    let mut seen_port_names: Vec<&str> = Vec::new();
+    let mut seen_port_names: BTreeSet<&str> = BTreeSet::new();
     for (i, port) in spec.ports.iter().enumerate() {
         let path = index("spec.ports", i);
         if !port.name.is_empty() {
@@ -121,13 +123,11 @@ fn validate_spec(mcs: &Mcs) -> Vec<FieldError> {
                     msg,
                 ));
             }
-            if seen_port_names.contains(&port.name.as_str()) {
+            if !seen_port_names.insert(&port.name) {
                 errs.push(FieldError::duplicate(
                     name_path,
                     BadValue::Str(port.name.clone()),
                 ));
-            } else {
-                seen_port_names.push(&port.name);
             }
         }
         if !(1..=65535).contains(&port.port) {
@@ -139,12 +139,8 @@ fn validate_spec(mcs: &Mcs) -> Vec<FieldError> {
         }
     }
 
-    let mut distinct_types: Vec<&str> = Vec::new();
     let types = spec.types.as_deref().unwrap_or_default();
     for (i, t) in types.iter().enumerate() {
-        if !distinct_types.contains(&t.as_str()) {
-            distinct_types.push(t);
-        }
         if t != CROSS_CLUSTER && t != LOAD_BALANCER {
             errs.push(FieldError::invalid(
                 index("spec.types", i),
@@ -153,7 +149,8 @@ fn validate_spec(mcs: &Mcs) -> Vec<FieldError> {
             ));
         }
     }
-    if distinct_types.len() > 1 {
+    // More than one distinct type: some type differs from the first.
+    if types.iter().any(|t| *t != types[0]) {
         errs.push(FieldError::invalid(
             "spec.types",
             BadValue::str_list(types),

@@ -10,11 +10,29 @@ use k8s_openapi::api::discovery::v1::EndpointSlice;
 use serde::Deserialize;
 
 use crate::engine::types::{ExposurePort, McsRef, ServiceAction, ServicePort};
-use crate::engine::{EngineError, PolicyEngine, convert};
-use crate::settings::{ContextFile, Policy};
+use crate::engine::{EngineArgs, EngineError, PolicyEngine, convert};
+use crate::settings::{ContextFile, Policy, PolicyArgs};
 use crate::webhook::review::{
     ReviewError, ReviewOut, mutation_response, parse_review, validation_response,
 };
+
+/// `mcs-policy eval <what>`: one request, the policy and engine to answer it with.
+#[derive(Debug, clap::Args)]
+pub struct EvalArgs {
+    /// The request, as JSON or YAML; `-` reads stdin.
+    #[arg(value_name = "REQUEST")]
+    pub request: String,
+
+    #[command(flatten)]
+    pub policy: PolicyArgs,
+
+    #[command(flatten)]
+    pub engine: EngineArgs,
+
+    /// Time budget of the evaluation, in milliseconds.
+    #[arg(long, default_value_t = 5000, value_name = "MS")]
+    pub budget_ms: u64,
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum EvalError {

@@ -8,12 +8,16 @@
 //!   clusters of [`clusters`].
 //! - [`eval`]: one decision offline.
 //! - [`settings`]: policy settings (`policies/`) and the environment context.
+//! - [`config`]: the command line, assembled from each subsystem's argument group (only the
+//!   binary uses it); [`duration`]: the Go-style durations those groups take.
 
 pub mod clusters;
 pub mod config;
 pub mod controller;
+pub mod duration;
 pub mod engine;
 pub mod eval;
+pub mod logging;
 pub mod manifests;
 pub mod reload;
 pub mod settings;

@@ -6,33 +6,19 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use clap::Parser;
-use mcs_policy::config::{Args, Command, ComponentArgs, EvalArgs, EvalCommand};
-use mcs_policy::engine::{EMBEDDED_COMPONENT, PolicyEngine};
-use mcs_policy::settings::{ContextFile, load_policy};
-use mcs_policy::{controller, eval, manifests, webhook};
+use mcs_policy::config::{Args, Command, ComponentArgs, EvalCommand};
+use mcs_policy::engine::EMBEDDED_COMPONENT;
+use mcs_policy::{controller, eval, logging, manifests, webhook};
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    init_tracing(&args.log_format);
+    logging::init(&args.log_format);
     match run(args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
             eprintln!("error: {err:#}");
             ExitCode::FAILURE
         }
-    }
-}
-
-fn init_tracing(format: &str) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    if format == "json" {
-        builder.json().init();
-    } else {
-        builder.init();
     }
 }
 
@@ -71,7 +57,7 @@ fn run_eval(what: EvalCommand) -> anyhow::Result<()> {
         EvalCommand::Filter(a) => (a, "filter"),
         EvalCommand::Service(a) => (a, "service"),
     };
-    let engine = load_engine(args)?;
+    let engine = args.engine.load()?;
     let budget = Duration::from_millis(args.budget_ms);
     let mut stdout = std::io::stdout().lock();
     if kind == "filter" {
@@ -80,11 +66,7 @@ fn run_eval(what: EvalCommand) -> anyhow::Result<()> {
         let answer = eval::service(&engine, &args.request, budget)?;
         serde_json::to_writer_pretty(&mut stdout, &answer)?;
     } else {
-        let policy = load_policy(&args.policy.policy)?;
-        let context = match &args.policy.context {
-            Some(path) => ContextFile::load(path)?,
-            None => ContextFile::default(),
-        };
+        let (policy, context) = args.policy.load()?;
         let out = eval::admission(
             &engine,
             kind == "mutate",
@@ -97,14 +79,6 @@ fn run_eval(what: EvalCommand) -> anyhow::Result<()> {
     }
     writeln!(stdout)?;
     Ok(())
-}
-
-fn load_engine(args: &EvalArgs) -> anyhow::Result<PolicyEngine> {
-    let options = args.engine.options();
-    Ok(match &args.engine.component {
-        Some(path) => PolicyEngine::from_file(path, options)?,
-        None => PolicyEngine::embedded(options)?,
-    })
 }
 
 fn write_component(args: &ComponentArgs) -> anyhow::Result<()> {

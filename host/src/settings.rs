@@ -1,8 +1,9 @@
-//! Policy settings (SPEC §6) and the optional environment context, loaded from files. The
-//! component owns the rules; this module only reads which of them an operator switched on.
+//! Policy settings and the optional environment context, loaded from files, and the argument
+//! group that names them (`--policy`, `--context`). The component owns the rules; this module
+//! only reads which of them an operator switched on (see `docs/policies.md`).
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
@@ -35,6 +36,38 @@ pub enum SettingsError {
     },
     #[error("invalid context file {path}: {reason}")]
     InvalidContext { path: String, reason: String },
+}
+
+/// Which policy to apply, and what is known about the environment.
+#[derive(Debug, Clone, clap::Args)]
+pub struct PolicyArgs {
+    /// Policy settings: a built-in name (`karmada-compatible`, `strict`) or a settings file
+    /// (see policies/).
+    #[arg(
+        long,
+        env = "MCS_POLICY_POLICY",
+        default_value = "karmada-compatible",
+        value_name = "NAME|FILE"
+    )]
+    pub policy: String,
+
+    /// What is known about the environment, for the rules that need it: a YAML/JSON file with
+    /// `registeredClusters` (list of names), `servicePorts` (ports of the hub Service) and/or
+    /// `services` (`namespace/name` → ports). Without it those rules do not apply.
+    #[arg(long, env = "MCS_POLICY_CONTEXT", value_name = "FILE")]
+    pub context: Option<PathBuf>,
+}
+
+impl PolicyArgs {
+    /// The policy `--policy` names and the context of `--context` (empty without it).
+    pub fn load(&self) -> Result<(Policy, ContextFile), SettingsError> {
+        let policy = load_policy(&self.policy)?;
+        let context = match &self.context {
+            Some(path) => ContextFile::load(path)?,
+            None => ContextFile::default(),
+        };
+        Ok((policy, context))
+    }
 }
 
 /// The settings document: a name plus one switch per rule beyond Karmada (all default off).

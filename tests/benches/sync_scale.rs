@@ -20,9 +20,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use tests::sync::{
-    DISPATCH, MANAGED_BY, ObjectRef, WatchEvent, free_addr, get, mcs_of, mcs_path, metric,
-    native_slice_of, post, put, service_of, services_path, slices_path, start_clusters, watch,
-    write_kubeconfig,
+    DISPATCH, MANAGED_BY, ObjectRef, WatchEvent, ensure_namespace, free_addr, get, mcs_of,
+    mcs_path, metric, native_slice_of, post, put, service_of, services_path, slices_path,
+    start_clusters, watch, write_kubeconfig,
 };
 use tests::{KillOnDrop, binary};
 use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
@@ -151,6 +151,14 @@ impl Fleet {
             controller: None,
             metrics: free_addr(),
             sims,
+        }
+    }
+
+    /// Creates namespace `ns` in the hub and every member, as where the workload runs.
+    async fn ensure_namespace(&self, ns: &str) {
+        ensure_namespace(&self.http, &self.hub, ns).await;
+        for (_, url) in &self.members {
+            ensure_namespace(&self.http, url, ns).await;
         }
     }
 
@@ -312,6 +320,7 @@ async fn latency(settings: &Settings) {
         settings.workers[0],
         settings.resync
     );
+    fleet.ensure_namespace(ns).await;
     preload(&fleet.http, preload_requests(&fleet, ns, &all, &["a"])).await;
     let mut events = fleet.watch_copies(ns).await;
     fleet.start_controller(settings.workers[0], settings);
@@ -510,6 +519,7 @@ async fn cold_start(settings: &Settings, workers: u16) -> ColdRow {
         all.len(),
         settings.resync
     );
+    fleet.ensure_namespace(ns).await;
     let started = Instant::now();
     preload(&fleet.http, preload_requests(&fleet, ns, &all, &["a", "b"])).await;
     let preload_time = started.elapsed();

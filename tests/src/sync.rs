@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::{KillOnDrop, binary, kube_sim, workspace_root};
+use crate::{KillOnDrop, binary, kube_sim, kube_sim_with, workspace_root};
 
 /// How long [`World::eventually`] waits.
 pub const DEADLINE: Duration = Duration::from_secs(30);
@@ -349,6 +349,35 @@ pub async fn put(http: &reqwest::Client, url: &str, path: &str, body: &Value) {
     send(http.put(format!("{url}{path}")).json(body), "PUT", path).await;
 }
 
+/// Reads `url+path`, changes it with `change` and writes it back with the resourceVersion read,
+/// as a client sharing the object with a controller must: a 409 Conflict (the controller wrote
+/// meanwhile) reads it again and retries.
+pub async fn edit(http: &reqwest::Client, url: &str, path: &str, change: impl Fn(&mut Value)) {
+    for _ in 0..20 {
+        let mut object = get(http, url, path)
+            .await
+            .unwrap_or_else(|| panic!("{path} exists"));
+        change(&mut object);
+        let resp = http
+            .put(format!("{url}{path}"))
+            .json(&object)
+            .send()
+            .await
+            .unwrap();
+        let status = resp.status();
+        if status == reqwest::StatusCode::CONFLICT {
+            continue;
+        }
+        assert!(
+            status.is_success(),
+            "PUT {path}: {status} {}",
+            resp.text().await.unwrap_or_default()
+        );
+        return;
+    }
+    panic!("PUT {path}: still conflicting after 20 attempts");
+}
+
 /// `DELETE url+path`; panics unless it succeeds.
 pub async fn delete(http: &reqwest::Client, url: &str, path: &str) {
     send(http.delete(format!("{url}{path}")), "DELETE", path).await;
@@ -589,8 +618,13 @@ pub async fn set_cluster_ready(http: &reqwest::Client, hub: &str, name: &str, st
     put(http, hub, &format!("{path}/status"), &cluster).await;
 }
 
-/// Starts a kube-sim per name, in order; the first is the hub and gets the MultiClusterService
-/// CRD. Returns the processes and each cluster's `(name, URL)`.
+/// The service range of the scale benchmark's clusters: room for tens of thousands of Services
+/// (kube-sim's default, the /24 of the recorded real server, holds 253).
+const LARGE_SERVICE_RANGE: &str = "10.96.0.0/12";
+
+/// Starts a kube-sim per name, in order, each with room for many Services; the first is the
+/// hub and gets the MultiClusterService CRD. Returns the processes and each cluster's
+/// `(name, URL)`.
 pub async fn start_clusters(
     http: &reqwest::Client,
     names: &[String],
@@ -598,7 +632,8 @@ pub async fn start_clusters(
     let (sims, clusters): (Vec<_>, Vec<_>) = names
         .iter()
         .map(|name| {
-            let (sim, url) = kube_sim(name);
+            let range = ["--service-cluster-ip-range", LARGE_SERVICE_RANGE];
+            let (sim, url) = kube_sim_with(name, &range);
             (sim, (name.clone(), url))
         })
         .unzip();

@@ -210,6 +210,34 @@ fn component_command_writes_the_embedded_component() {
 }
 
 #[test]
+fn logs_carry_no_colour_codes_when_stderr_is_a_file() {
+    let case = fixture("rejects_duplicate_port_names");
+    let request = temp("colour.json", &serde_json::to_vec(&case.review).unwrap());
+    // A regular file as the cache directory: storing the compiled component fails, which the
+    // engine logs as a warning, so there is a log line to look at.
+    let not_a_dir = temp("not-a-directory", b"");
+    let log = temp("colour.log", b"");
+    let status = Command::new(binary("mcs-policy"))
+        .args(["eval", "validate", "--cache-dir"])
+        .args([&not_a_dir, &request])
+        .env_remove("NO_COLOR")
+        .env_remove("MCS_POLICY_LOG_FORMAT")
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .status()
+        .expect("mcs-policy runs");
+    assert!(status.success(), "exit {status}");
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(text.contains("WARN"), "no log line to check: {text:?}");
+    assert!(
+        !text.contains('\u{1b}'),
+        "ANSI escape codes in a log file: {text:?}"
+    );
+}
+
+#[test]
 fn help_explains_every_command() {
     let out = mcs_policy(&["--help"], None);
     let help = String::from_utf8_lossy(&out.stdout);

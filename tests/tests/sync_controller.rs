@@ -260,17 +260,19 @@ async fn changing_the_consumers_at_run_time_moves_the_copies() {
         .await;
 
     let path = format!("{MCS}/web");
-    let mut object = get(&w.http, &w.hub, &path).await.unwrap();
-    object["spec"]["consumerClusters"] = json!([{"name": "member3"}]);
-    put(&w.http, &w.hub, &path, &object).await;
+    edit(&w.http, &w.hub, &path, |o| {
+        o["spec"]["consumerClusters"] = json!([{"name": "member3"}])
+    })
+    .await;
     w.await_slices(&member3, "member3", &["member1-web-abc"])
         .await;
     w.await_slices(&w.member2, "member2", &[]).await;
 
     // Empty consumers: every member but the provider itself.
-    let mut object = get(&w.http, &w.hub, &path).await.unwrap();
-    object["spec"]["consumerClusters"] = json!([]);
-    put(&w.http, &w.hub, &path, &object).await;
+    edit(&w.http, &w.hub, &path, |o| {
+        o["spec"]["consumerClusters"] = json!([])
+    })
+    .await;
     w.await_slices(&w.member2, "member2", &["member1-web-abc"])
         .await;
     w.await_slices(&member3, "member3", &["member1-web-abc"])
@@ -285,9 +287,10 @@ async fn an_mcs_no_longer_cross_cluster_withdraws_its_copies_and_releases_its_fi
     let path = format!("{MCS}/web");
     // The webhook makes types immutable; the controller must still cope with a store that
     // did not (or with the object being re-created).
-    let mut object = get(&w.http, &w.hub, &path).await.unwrap();
-    object["spec"]["types"] = json!(["LoadBalancer"]);
-    put(&w.http, &w.hub, &path, &object).await;
+    edit(&w.http, &w.hub, &path, |o| {
+        o["spec"]["types"] = json!(["LoadBalancer"])
+    })
+    .await;
     w.await_slices(&w.member1, "member1", &["web-a"]).await;
     w.await_slices(&w.member2, "member2", &["web-b"]).await;
     w.eventually("the finalizer to be released", || async {
@@ -354,8 +357,8 @@ async fn the_hub_service_is_propagated_and_updated_keeping_the_members_cluster_i
     post(&w.http, &w.hub, SERVICES, &service(ports.clone())).await;
     // member2 already has the Service, with its own clusterIP.
     let mut own = service(ports.clone());
-    own["spec"]["clusterIP"] = json!("10.0.0.99");
-    own["spec"]["clusterIPs"] = json!(["10.0.0.99"]);
+    own["spec"]["clusterIP"] = json!("10.0.0.9");
+    own["spec"]["clusterIPs"] = json!(["10.0.0.9"]);
     post(&w.http, &w.member2, SERVICES, &own).await;
     post(&w.http, &w.hub, MCS, &member1_to_member2()).await;
 
@@ -389,8 +392,8 @@ async fn the_hub_service_is_propagated_and_updated_keeping_the_members_cluster_i
     let updated = w
         .await_service_ports(&w.member2, "member2", &new_ports)
         .await;
-    assert_eq!(updated["spec"]["clusterIP"], "10.0.0.99");
-    assert_eq!(updated["spec"]["clusterIPs"], json!(["10.0.0.99"]));
+    assert_eq!(updated["spec"]["clusterIP"], "10.0.0.9");
+    assert_eq!(updated["spec"]["clusterIPs"], json!(["10.0.0.9"]));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -499,9 +502,10 @@ async fn the_resync_repairs_a_copy_changed_by_hand() {
     w.await_slices(&w.member2, "member2", &["member1-web-abc"])
         .await;
     let path = format!("{SLICES}/member1-web-abc");
-    let mut copy = get(&w.http, &w.member2, &path).await.unwrap();
-    copy["endpoints"][0]["addresses"] = json!(["192.0.2.66"]);
-    put(&w.http, &w.member2, &path, &copy).await;
+    edit(&w.http, &w.member2, &path, |copy| {
+        copy["endpoints"][0]["addresses"] = json!(["192.0.2.66"])
+    })
+    .await;
 
     w.eventually("the copy to carry the provider's address again", || async {
         let copy = get(&w.http, &w.member2, &path).await?;

@@ -152,13 +152,11 @@ async fn copies_in_a_consumer_dropped_while_it_was_down_go_when_it_returns() {
         .await;
 
     w.unreachable(&w.member2, true).await;
-    let mut only_member1 = mcs(json!({
-        "providerClusters": [{"name": "member1"}],
-        "consumerClusters": [{"name": "member1"}],
-    }));
     let current = get(&w.http, &w.hub, &format!("{MCS}/web")).await.unwrap();
-    only_member1["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"].clone();
-    put(&w.http, &w.hub, &format!("{MCS}/web"), &only_member1).await;
+    edit(&w.http, &w.hub, &format!("{MCS}/web"), |o| {
+        o["spec"]["consumerClusters"] = json!([{"name": "member1"}])
+    })
+    .await;
     let generation = current["metadata"]["generation"].as_i64().unwrap() + 1;
     w.eventually("a pass over the changed MCS", || async {
         let c = w.condition("EndpointSliceDispatched").await?;
@@ -191,14 +189,10 @@ async fn an_unreadable_provider_keeps_only_its_own_copies() {
         .await;
 
     // member3 is no longer a consumer: nothing of this MCS stays there, whoever is unreadable.
-    let moved = mcs(json!({
-        "providerClusters": [{"name": "member1"}, {"name": "member2"}],
-        "consumerClusters": [{"name": "member2"}],
-    }));
-    let current = get(&w.http, &w.hub, &format!("{MCS}/web")).await.unwrap();
-    let mut moved = moved;
-    moved["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"].clone();
-    put(&w.http, &w.hub, &format!("{MCS}/web"), &moved).await;
+    edit(&w.http, &w.hub, &format!("{MCS}/web"), |o| {
+        o["spec"]["consumerClusters"] = json!([{"name": "member2"}])
+    })
+    .await;
     w.await_slices(&member3, "member3", &[]).await;
     w.unreachable(&w.member1, false).await;
     w.await_slices(&w.member2, "member2", &["member1-web-a"])
@@ -217,9 +211,13 @@ async fn a_context_name_that_is_not_a_cluster_name_is_refused_until_the_member_i
         ],
     );
     let shown = kubeconfig.display().to_string();
-    let refused = std::process::Command::new(tests::binary("mcs-policy"))
+    let refusing = tokio::process::Command::new(tests::binary("mcs-policy"))
         .args(["sync", "--kubeconfig", &shown, "--hub", "hub"])
-        .output()
+        .kill_on_drop(true)
+        .output();
+    let refused = tokio::time::timeout(DEADLINE, refusing)
+        .await
+        .expect("mcs-policy sync refuses to start instead of running")
         .unwrap();
     assert!(!refused.status.success());
     let stderr = String::from_utf8_lossy(&refused.stderr);

@@ -1,6 +1,7 @@
-//! What a cluster's answer means (SPEC §5): failures told apart by kind, for the retry
-//! decisions of the controller and the `reason` label of its error metric, and rendered for
-//! people (logs, the MultiClusterService's condition messages) without client internals.
+//! What a cluster's answer means (see `docs/api-errors.md`): failures told apart by kind, for
+//! the retry decisions of the controller and the `reason` label of its error metric, and
+//! rendered for people (logs, the MultiClusterService's condition messages) without client
+//! internals.
 
 use std::error::Error;
 

@@ -1,4 +1,4 @@
-//! Clients of the member clusters and the hub, with the error handling SPEC §5 asks of them:
+//! Clients of the member clusters and the hub, with the error handling of `docs/api-errors.md`:
 //! 429 and 503 answers are retried after their `Retry-After` (kube's server-aware retry
 //! layer, which `Config::default_retry` turns on), and no request waits longer than
 //! `--request-timeout` for its answer, retries included, so a hanging member fails its step

@@ -1,7 +1,8 @@
-//! The cluster registry of the sync controller (SPEC §4.1): the hub and the member clusters,
-//! each a name and a `kube::Client`. A [`Source`] says where the members come from: the
-//! contexts of one kubeconfig, fixed at start ([`Source::Fixed`]), or Karmada's Cluster
-//! objects in the hub, re-read every pass ([`Source::Karmada`], see [`karmada`]).
+//! The cluster registry of the sync controller: the hub and the member clusters, each a name
+//! and a `kube::Client`. A [`Source`] says where the members come from: the contexts of one
+//! kubeconfig, fixed at start ([`Source::Fixed`]), or Karmada's Cluster objects in the hub,
+//! re-read every pass ([`Source::Karmada`], see [`karmada`]). See `docs/sync.md`, "Clusters
+//! and readiness".
 
 pub mod api_error;
 mod client;

@@ -6,6 +6,7 @@
 //! MCS again, which repairs drift and catches returning members up.
 
 pub mod apply;
+mod args;
 pub mod events;
 pub mod leader;
 pub mod messages;
@@ -23,7 +24,6 @@ pub mod status;
 pub mod watch;
 
 use std::future::Future;
-use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
@@ -32,80 +32,15 @@ use kube::api::DynamicObject;
 
 use crate::clusters::api_error::{classify, kind_of};
 use crate::clusters::karmada::Karmada;
-use crate::clusters::{ClientOptions, ClusterError, MemberSpec, Membership, Registry, Source};
-use crate::config::EngineArgs;
-use crate::engine::{EngineError, PolicyEngine};
+use crate::clusters::{ClientOptions, ClusterError, Membership, Registry, Source};
+use crate::engine::EngineError;
+pub use args::SyncArgs;
 use plan::Planner;
 use queue::{Cause, Queue};
 use reconcile::chain;
 
 /// How often the membership (and each member's readiness) is refreshed, at most.
 const PROBE_INTERVAL: Duration = Duration::from_secs(2);
-
-/// `mcs-policy sync`: what to sync and how often.
-#[derive(Debug, clap::Args)]
-pub struct SyncArgs {
-    /// Kubeconfig whose contexts are the clusters; the context name is the cluster name.
-    #[arg(long, value_name = "FILE")]
-    pub kubeconfig: PathBuf,
-
-    /// Context of the hub cluster, where the MultiClusterServices live.
-    #[arg(long, value_name = "CONTEXT")]
-    pub hub: String,
-
-    /// A member cluster (repeatable): `NAME=CONTEXT` makes kubeconfig context CONTEXT the
-    /// member NAME; a bare `CONTEXT` names the member after its context. Member names must be
-    /// valid cluster names (lowercase RFC 1123 label, at most 48 characters, no dots: they
-    /// prefix every copied EndpointSlice's name), which real context names such as
-    /// `gke_project_zone_name` or `arn:aws:eks:...` are not: name those. Default: every context
-    /// except the hub, each named after its context. With `--karmada-clusters`: the name of a
-    /// Karmada Cluster (default: every push-mode one).
-    #[arg(long = "member", value_name = "[NAME=]CONTEXT")]
-    pub members: Vec<MemberSpec>,
-
-    /// Take the member clusters from Karmada Cluster objects in the hub (push mode) instead of
-    /// the kubeconfig's other contexts.
-    #[arg(long)]
-    pub karmada_clusters: bool,
-
-    /// Time between two full passes over every MultiClusterService (`500ms`, `2s`, `1m`).
-    /// Watches carry changes at once; the resync repairs what no watch reports.
-    #[arg(long, default_value = "30s", value_parser = crate::config::parse_positive_duration, value_name = "DURATION")]
-    pub resync_interval: Duration,
-
-    /// MultiClusterServices reconciled at the same time (never the same one twice).
-    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..), value_name = "N")]
-    pub workers: u16,
-
-    /// Longest wait for one API request to a cluster, including retries after 429/503
-    /// `Retry-After` answers; a member that does not answer in time fails its step.
-    #[arg(long, default_value = "10s", value_parser = crate::config::parse_positive_duration, value_name = "DURATION")]
-    pub request_timeout: Duration,
-
-    /// Field manager of the server-side applies into the member clusters.
-    #[arg(long, default_value = "mcs-policy", value_name = "NAME")]
-    pub field_manager: String,
-
-    /// Time budget of one policy call, in milliseconds.
-    #[arg(long, default_value_t = 2000, value_name = "MS")]
-    pub budget_ms: u64,
-
-    /// Withdraw an unreachable provider's copies once it has been unreadable this long
-    /// (SPEC §4.8; off by default: its copies stay).
-    #[arg(long, value_parser = crate::config::parse_positive_duration, value_name = "DURATION")]
-    pub stale_endpoint_timeout: Option<Duration>,
-
-    /// Serve Prometheus metrics over plain HTTP at `GET /metrics` on this address.
-    #[arg(long, value_name = "ADDR")]
-    pub metrics_listen: Option<std::net::SocketAddr>,
-
-    #[command(flatten)]
-    pub engine: EngineArgs,
-
-    /// Leader election among replicas (SPEC §4.11).
-    #[command(flatten)]
-    pub leader: leader::LeaderArgs,
-}
 
 /// Why the controller could not start.
 #[derive(Debug, thiserror::Error)]
@@ -149,11 +84,7 @@ pub struct Context {
 
 /// Runs the controller until `shutdown` resolves.
 pub async fn run(args: SyncArgs, shutdown: impl Future<Output = ()>) -> Result<(), SyncError> {
-    let options = args.engine.options();
-    let engine = match &args.engine.component {
-        Some(path) => PolicyEngine::from_file(path, options)?,
-        None => PolicyEngine::embedded(options)?,
-    };
+    let engine = args.engine.load()?;
     let client_options = ClientOptions {
         request_timeout: args.request_timeout,
     };

@@ -371,6 +371,14 @@ impl Target<'_> {
             .collect();
         let held: Vec<EndpointSlice> = existing.iter().map(convert::slice_to_wit).collect();
         let mut desired = Vec::new();
+        // A member that is no longer a consumer keeps nothing, whoever could be read; a
+        // consumer keeps the copies of the providers that could not be read, and of those
+        // whose copies the component could not compute this pass.
+        let mut sources = if is_consumer {
+            kept.to_vec()
+        } else {
+            Vec::new()
+        };
         if is_consumer {
             for Provided {
                 cluster: provider,
@@ -386,6 +394,7 @@ impl Target<'_> {
                     Ok(copies) => copies,
                     Err(err) => {
                         report.fail(object, member, &err);
+                        sources.push(provider.clone());
                         continue;
                     }
                 };
@@ -407,12 +416,6 @@ impl Target<'_> {
                 }
             }
         }
-        // A member that is no longer a consumer keeps nothing, whoever could be read.
-        let sources = if is_consumer {
-            kept.to_vec()
-        } else {
-            Vec::new()
-        };
         let keep = Keep { desired, sources };
         prune(ctx, object, mcs, self.cluster, held, keep, &mut report).await;
         report

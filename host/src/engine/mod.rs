@@ -20,8 +20,10 @@
 //! # Ok::<(), mcs_policy::engine::EngineError>(())
 //! ```
 
+mod args;
 mod cache;
 pub mod convert;
+mod epoch;
 mod error;
 mod runtime;
 
@@ -29,6 +31,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
+pub use args::EngineArgs;
 pub use error::EngineError;
 use runtime::{Function, Loaded, Runtime, sig};
 

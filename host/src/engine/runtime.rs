@@ -9,9 +9,7 @@
 //! instantiation itself (BENCHMARKS.md, "Webhook CPU per request").
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use wasmtime::component::{
     Component, ComponentExportIndex, ComponentNamedList, Func, InstancePre, Lift, Linker, Lower,
@@ -24,6 +22,7 @@ use wasmtime::{
 
 use super::EngineOptions;
 use super::cache::ArtefactCache;
+use super::epoch::EpochClock;
 use super::error::EngineError;
 use super::types::{
     AdmissionRequest, Context, Denial, EndpointSlice, McsRef, PatchOperation, ServiceAction,
@@ -227,12 +226,12 @@ impl wasmtime::ResourceLimiter for Limits {
 pub struct Runtime {
     engine: Engine,
     options: EngineOptions,
-    ticker_stop: Arc<AtomicBool>,
+    clock: Arc<EpochClock>,
 }
 
 impl Drop for Runtime {
     fn drop(&mut self) {
-        self.ticker_stop.store(true, Ordering::Relaxed);
+        self.clock.stop();
     }
 }
 
@@ -262,12 +261,11 @@ impl Runtime {
             .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
         let engine = Engine::new(&config).map_err(|e| EngineError::Setup(e.to_string()))?;
 
-        let ticker_stop = Arc::new(AtomicBool::new(false));
-        spawn_epoch_ticker(engine.clone(), options.epoch_tick, ticker_stop.clone());
+        let clock = EpochClock::start(engine.clone(), options.epoch_tick);
         Ok(Runtime {
             engine,
             options,
-            ticker_stop,
+            clock,
         })
     }
 
@@ -328,7 +326,7 @@ impl Runtime {
             },
         );
         store.limiter(|limits| limits);
-        store.set_epoch_deadline(self.ticks_for(budget));
+        store.set_epoch_deadline(self.clock.deadline_ticks(budget));
         store.epoch_deadline_trap();
         store
     }
@@ -366,31 +364,4 @@ impl Runtime {
             }
         })
     }
-
-    fn ticks_for(&self, budget: Duration) -> u64 {
-        let tick = self.options.epoch_tick.as_nanos().max(1);
-        // One extra tick: the deadline counts from the next tick, not from now.
-        (budget.as_nanos() / tick) as u64 + 1
-    }
-}
-
-/// Advances the engine's epoch once per `tick` of wall-clock time. Counting elapsed time, not
-/// sleeps, keeps deadlines honest when the machine is busy and a sleep overshoots.
-fn spawn_epoch_ticker(engine: Engine, tick: Duration, stop: Arc<AtomicBool>) {
-    thread::Builder::new()
-        .name("wasm-epoch".into())
-        .spawn(move || {
-            let start = Instant::now();
-            let tick_nanos = tick.as_nanos().max(1);
-            let mut ticks: u128 = 0;
-            while !stop.load(Ordering::Relaxed) {
-                thread::sleep(tick);
-                let due = start.elapsed().as_nanos() / tick_nanos;
-                while ticks < due {
-                    engine.increment_epoch();
-                    ticks += 1;
-                }
-            }
-        })
-        .expect("spawning the epoch ticker thread");
 }

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::config::parse_go_duration;
+use crate::duration::parse_go_duration;
 
 /// The budget for one request: the API server's timeout (or the default) minus the margin,
 /// never less than half the timeout.

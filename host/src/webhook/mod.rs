@@ -18,9 +18,9 @@ use axum::extract::DefaultBodyLimit;
 use axum::routing::{get, post};
 use tokio::sync::Semaphore;
 
-use crate::config::{EngineArgs, PolicyArgs};
-use crate::engine::PolicyEngine;
-use crate::settings::{ContextFile, Policy};
+use crate::duration::parse_go_duration;
+use crate::engine::{EngineArgs, PolicyEngine};
+use crate::settings::{ContextFile, Policy, PolicyArgs};
 pub use metrics::Metrics;
 pub use serve::{ServeError, serve};
 
@@ -74,19 +74,19 @@ pub struct ServeArgs {
     pub engine: EngineArgs,
 
     /// Time budget when the API server sends no `?timeout=` (its default is 10s).
-    #[arg(long, default_value = "10s", value_parser = crate::config::parse_go_duration, value_name = "DURATION")]
+    #[arg(long, default_value = "10s", value_parser = parse_go_duration, value_name = "DURATION")]
     pub default_timeout: Duration,
 
     /// Kept back from the API server's timeout so the answer arrives in time.
-    #[arg(long, default_value = "250ms", value_parser = crate::config::parse_go_duration, value_name = "DURATION")]
+    #[arg(long, default_value = "250ms", value_parser = parse_go_duration, value_name = "DURATION")]
     pub timeout_margin: Duration,
 
     /// How often certificate and component files are checked for changes.
-    #[arg(long, default_value = "2s", value_parser = crate::config::parse_go_duration, value_name = "DURATION")]
+    #[arg(long, default_value = "2s", value_parser = parse_go_duration, value_name = "DURATION")]
     pub reload_interval: Duration,
 
     /// How long shutdown waits for in-flight requests.
-    #[arg(long, default_value = "20s", value_parser = crate::config::parse_go_duration, value_name = "DURATION")]
+    #[arg(long, default_value = "20s", value_parser = parse_go_duration, value_name = "DURATION")]
     pub drain_timeout: Duration,
 }
 

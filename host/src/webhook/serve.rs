@@ -16,9 +16,9 @@ use tokio::sync::watch;
 use tokio_rustls::TlsAcceptor;
 
 use super::{AppState, ServeArgs, router};
-use crate::engine::{EngineError, PolicyEngine};
+use crate::engine::EngineError;
 use crate::reload::watch_files;
-use crate::settings::{ContextFile, SettingsError, load_policy};
+use crate::settings::SettingsError;
 use crate::tls::{self, CertFiles, ReloadingResolver, TlsError};
 
 /// How long a client may take to finish the TLS handshake.
@@ -47,16 +47,8 @@ pub async fn serve(
     args: ServeArgs,
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<(), ServeError> {
-    let policy = load_policy(&args.policy.policy)?;
-    let context = match &args.policy.context {
-        Some(path) => ContextFile::load(path)?,
-        None => ContextFile::default(),
-    };
-    let options = args.engine.options();
-    let engine = match &args.engine.component {
-        Some(path) => PolicyEngine::from_file(path, options)?,
-        None => PolicyEngine::embedded(options)?,
-    };
+    let (policy, context) = args.policy.load()?;
+    let engine = args.engine.load()?;
     release_freed_memory();
     let files = certificate_files(&args)?;
     let resolver = ReloadingResolver::new(tls::load_certified_key(&files)?);

@@ -149,6 +149,11 @@ fn main() {
     let mut connection = Connection::open(&sim.address);
     let started = Instant::now();
     for namespace in ["bench", "other"] {
+        let body = format!(
+            r#"{{"apiVersion":"v1","kind":"Namespace","metadata":{{"name":"{namespace}"}}}}"#
+        );
+        let (code, answer) = connection.request("POST", "/api/v1/namespaces", &body);
+        assert_eq!(code, 201, "{answer}");
         let path = format!("/apis/discovery.k8s.io/v1/namespaces/{namespace}/endpointslices");
         for index in 0..slices {
             for service in 0..services {

@@ -1,5 +1,6 @@
 //! The `/_sim/` admin API tests use to steer the server: fault injection, ending watches,
-//! simulated unreachability, a state dump and a reset. Never needs a token, never faulted.
+//! simulated unreachability, compaction, the request log, a state dump and a reset. Never needs
+//! a token, never faulted, never logged.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -27,6 +28,8 @@ pub fn router() -> Router<Arc<App>> {
         .route("/unreachable", post(set_unreachable).get(unreachable_state))
         .route("/state", get(state))
         .route("/reset", post(reset))
+        .route("/compact", post(compact))
+        .route("/requests", get(list_requests).delete(clear_requests))
         .fallback(|| async {
             answer(
                 StatusCode::NOT_FOUND,
@@ -110,11 +113,32 @@ async fn state(State(app): State<Arc<App>>) -> Response {
     let store = app.read();
     let body = json!({
         "resourceVersion": store.resource_version().to_string(),
+        "compactedRevision": store.compacted_revision().to_string(),
         "openWatches": app.network.open_watches(),
         "unreachable": app.network.is_unreachable(),
         "resources": store.dump(),
     });
     answer(StatusCode::OK, body)
+}
+
+/// Compacts at the current revision, as an etcd compaction would: lists at an older exact
+/// resourceVersion (and continue tokens into one) then get 410 Expired.
+async fn compact(State(app): State<Arc<App>>) -> Response {
+    let mut store = app.write();
+    let current = store.resource_version();
+    let compacted = store.compact(current);
+    tracing::info!(compacted, "compacted");
+    answer(StatusCode::OK, json!({"compacted": compacted.to_string()}))
+}
+
+/// The authorization checks recorded so far (`crate::request_log`), oldest first.
+async fn list_requests(State(app): State<Arc<App>>) -> Response {
+    answer(StatusCode::OK, app.requests.to_json())
+}
+
+async fn clear_requests(State(app): State<Arc<App>>) -> Response {
+    app.requests.clear();
+    answer(StatusCode::OK, app.requests.to_json())
 }
 
 async fn reset(State(app): State<Arc<App>>) -> Response {

@@ -1,4 +1,5 @@
-//! The shared server state (store, faults, network switches, settings) and the HTTP router.
+//! The shared server state (store, faults, network switches, request log, settings) and the
+//! HTTP router.
 
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Duration;
@@ -10,8 +11,10 @@ use crate::builtin;
 use crate::faults::Faults;
 use crate::network::Network;
 use crate::registry::Registry;
+use crate::request_log::RequestLog;
 use crate::store::Store;
 use crate::types;
+use crate::types::service::ServiceCidr;
 
 /// Largest accepted request body.
 const BODY_LIMIT: usize = 16 * 1024 * 1024;
@@ -25,6 +28,7 @@ pub struct Settings {
     pub server_address: String,
     pub bookmark_interval: Duration,
     pub history_limit: usize,
+    pub service_cidr: ServiceCidr,
 }
 
 /// Everything the handlers share.
@@ -33,16 +37,19 @@ pub struct App {
     store: RwLock<Store>,
     pub faults: Faults,
     pub network: Network,
+    /// What a real server's authorizer would have been asked ([`RequestLog`]).
+    pub requests: RequestLog,
     pub settings: Settings,
 }
 
 impl App {
     pub fn new(settings: Settings) -> Arc<Self> {
-        let store = fresh_store(settings.history_limit, &settings.server_address);
+        let store = fresh_store(&settings);
         Arc::new(Self {
             store: RwLock::new(store),
             faults: Faults::default(),
             network: Network::default(),
+            requests: RequestLog::default(),
             settings,
         })
     }
@@ -59,13 +66,14 @@ impl App {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Back to a fresh cluster: built-in types and default namespaces only, no faults.
-    /// resourceVersions keep increasing.
+    /// Back to a fresh cluster: built-in types and default namespaces only, no faults, an
+    /// empty request log. resourceVersions keep increasing.
     pub fn reset(&self) {
         let mut store = self.write();
         store.reset(Registry::with_types(builtin::builtin_types()));
         create_default_namespaces(&mut store, &self.settings.server_address);
         self.faults.clear();
+        self.requests.clear();
     }
 }
 
@@ -78,12 +86,13 @@ pub fn router(app: Arc<App>) -> Router {
         .with_state(app)
 }
 
-fn fresh_store(history_limit: usize, server_address: &str) -> Store {
+fn fresh_store(settings: &Settings) -> Store {
     let mut store = Store::new(
         Registry::with_types(builtin::builtin_types()),
-        history_limit,
+        settings.history_limit,
     );
-    create_default_namespaces(&mut store, server_address);
+    store.service_cidr = settings.service_cidr;
+    create_default_namespaces(&mut store, &settings.server_address);
     store
 }
 

@@ -93,7 +93,7 @@ const BUILTINS: [Builtin; 9] = [
         namespaced: true,
         status: false,
         short_names: &[],
-        generation: GenerationPolicy::Spec,
+        generation: GenerationPolicy::None,
         special: Special::None,
     },
     Builtin {
@@ -129,6 +129,7 @@ fn to_resource_type(b: &Builtin) -> ResourceType {
     ResourceType {
         group: b.group.to_owned(),
         version: b.version.to_owned(),
+        storage_version: b.version.to_owned(),
         plural: b.plural.to_owned(),
         singular: b.kind.to_lowercase(),
         kind: b.kind.to_owned(),

@@ -3,6 +3,7 @@
 
 use serde_json::{Value, json};
 
+use crate::kinds;
 use crate::registry::{GroupVersions, Registry, ResourceType};
 
 /// The Kubernetes version kube-sim claims to be.
@@ -15,6 +16,17 @@ const VERBS: [&str; 8] = [
     "get",
     "list",
     "patch",
+    "update",
+    "watch",
+];
+/// The verbs of a custom resource, in the order apiextensions-apiserver lists them.
+const CUSTOM_RESOURCE_VERBS: [&str; 8] = [
+    "delete",
+    "deletecollection",
+    "get",
+    "list",
+    "patch",
+    "create",
     "update",
     "watch",
 ];
@@ -78,12 +90,17 @@ fn group_entry(group: &GroupVersions) -> Value {
 }
 
 fn resource_entries(t: &ResourceType) -> Vec<Value> {
+    let verbs: &[&str] = if t.defined_by.is_some() {
+        &CUSTOM_RESOURCE_VERBS
+    } else {
+        &VERBS
+    };
     let mut main = json!({
         "name": t.plural,
         "singularName": t.singular,
         "namespaced": t.namespaced,
         "kind": t.kind,
-        "verbs": VERBS,
+        "verbs": verbs,
     });
     if !t.short_names.is_empty() {
         main["shortNames"] = json!(t.short_names);
@@ -91,6 +108,12 @@ fn resource_entries(t: &ResourceType) -> Vec<Value> {
     if !t.categories.is_empty() {
         main["categories"] = json!(t.categories);
     }
+    let storage_group = kinds::storage_resource(&t.group_resource()).group;
+    main["storageVersionHash"] = json!(storage_version_hash(
+        &storage_group,
+        &t.storage_version,
+        &t.kind
+    ));
     let mut entries = vec![main];
     if t.status_subresource {
         entries.push(json!({
@@ -102,6 +125,15 @@ fn resource_entries(t: &ResourceType) -> Vec<Value> {
         }));
     }
     entries
+}
+
+/// `discovery.StorageVersionHash`: the first 8 bytes of the SHA-256 of
+/// `group/version/kind` (the version objects are stored at), base64-encoded.
+fn storage_version_hash(group: &str, version: &str, kind: &str) -> String {
+    use base64::Engine as _;
+    use sha2::Digest as _;
+    let digest = sha2::Sha256::digest(format!("{group}/{version}/{kind}"));
+    base64::engine::general_purpose::STANDARD.encode(&digest[..8])
 }
 
 #[cfg(test)]
@@ -143,6 +175,22 @@ mod tests {
             "discovery.k8s.io/v1"
         );
         assert!(groups.iter().all(|g| g["name"] != ""));
+    }
+
+    #[test]
+    fn storage_version_hashes_match_the_apiservers() {
+        assert_eq!(
+            storage_version_hash("discovery.k8s.io", "v1", "EndpointSlice"),
+            "qgS0xkrxYAI="
+        );
+        assert_eq!(
+            storage_version_hash("coordination.k8s.io", "v1", "Lease"),
+            "gqkMMb/YqFM="
+        );
+        assert_eq!(
+            storage_version_hash("networking.karmada.io", "v1alpha1", "MultiClusterService"),
+            "Ro1J95gtLoc="
+        );
     }
 
     #[test]

@@ -72,7 +72,7 @@ pub fn prepare_create(
     if rt.status_subresource {
         obj.as_object_mut().map(|o| o.remove("status"));
     }
-    apply_special(rt, &mut obj, &Value::Null, now)?;
+    apply_special(rt, &mut obj, &Value::Null)?;
     Ok(obj)
 }
 
@@ -83,7 +83,6 @@ pub fn merge_update(
     current: &Value,
     mut candidate: Value,
     part: Part,
-    now: &str,
 ) -> Result<Value, ApiError> {
     check_type(rt, &mut candidate)?;
     let name = object::name(current);
@@ -102,7 +101,7 @@ pub fn merge_update(
         Part::Status => with_status_of(current.clone(), &candidate),
     };
     if part == Part::Main {
-        apply_special(rt, &mut result, &current["status"], now)?;
+        apply_special(rt, &mut result, &current["status"])?;
     }
     if generation_changes(rt, current, &result) {
         let generation = current["metadata"]["generation"].as_i64().unwrap_or(0) + 1;
@@ -240,20 +239,20 @@ fn apply_special(
     rt: &ResourceType,
     obj: &mut Value,
     previous_status: &Value,
-    now: &str,
 ) -> Result<(), ApiError> {
     match rt.special {
         Special::None | Special::Namespace => {}
-        Special::CustomResourceDefinition => {
-            crd::resource_types(obj)?;
-            obj["status"] = crd::established_status(obj, previous_status, now);
-        }
+        Special::CustomResourceDefinition => crd::prepare(obj, previous_status)?,
     }
     Ok(())
 }
 
-/// Whether a write from `before` to `after` bumps `metadata.generation`.
+/// Whether a write from `before` to `after` bumps `metadata.generation`. Built-in types compare
+/// as their strategies' `apiequality.Semantic.DeepEqual` does on the decoded Go structs, where
+/// an absent, `null` or empty list or map are all the same; custom resources compare their
+/// unstructured content as it is.
 fn generation_changes(rt: &ResourceType, before: &Value, after: &Value) -> bool {
+    let typed = rt.defined_by.is_none();
     let content = |obj: &Value, drop_status: bool| {
         let mut copy = obj.clone();
         if let Some(map) = copy.as_object_mut() {
@@ -261,6 +260,9 @@ fn generation_changes(rt: &ResourceType, before: &Value, after: &Value) -> bool 
             if drop_status {
                 map.remove("status");
             }
+        }
+        if typed {
+            drop_empty(&mut copy);
         }
         copy
     };
@@ -273,6 +275,27 @@ fn generation_changes(rt: &ResourceType, before: &Value, after: &Value) -> bool 
             content(before, false) != content(after, false)
                 || before["metadata"]["labels"] != after["metadata"]["labels"]
         }
+    }
+}
+
+/// Removes every `null` and every empty list or map inside object members, recursively.
+fn drop_empty(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            map.values_mut().for_each(drop_empty);
+            map.retain(|_, v| !is_empty(v));
+        }
+        Value::Array(items) => items.iter_mut().for_each(drop_empty),
+        _ => {}
+    }
+}
+
+fn is_empty(value: &Value) -> bool {
+    match value {
+        Value::Null => true,
+        Value::Array(items) => items.is_empty(),
+        Value::Object(map) => map.is_empty(),
+        _ => false,
     }
 }
 
@@ -365,7 +388,6 @@ mod tests {
             &created_service(),
             candidate,
             Part::Main,
-            NOW,
         )
         .unwrap_err();
         assert_eq!(error.code, 409);
@@ -379,8 +401,7 @@ mod tests {
         let mut candidate = current.clone();
         candidate["spec"]["ports"][0]["port"] = json!(81);
         candidate["status"] = json!({"changed": true});
-        let updated =
-            merge_update(&spec_generation(), &current, candidate, Part::Main, NOW).unwrap();
+        let updated = merge_update(&spec_generation(), &current, candidate, Part::Main).unwrap();
         assert_eq!(updated["status"], json!({"loadBalancer": {}}));
         assert_eq!(updated["metadata"]["generation"], 2);
     }
@@ -391,8 +412,7 @@ mod tests {
         let mut candidate = current.clone();
         candidate["spec"] = json!({"ignored": true});
         candidate["status"] = json!({"ready": true});
-        let updated =
-            merge_update(&spec_generation(), &current, candidate, Part::Status, NOW).unwrap();
+        let updated = merge_update(&spec_generation(), &current, candidate, Part::Status).unwrap();
         assert_eq!(updated["spec"], current["spec"]);
         assert_eq!(updated["status"], json!({"ready": true}));
         assert_eq!(updated["metadata"]["generation"], 1);
@@ -407,8 +427,7 @@ mod tests {
             .unwrap()
             .remove("resourceVersion");
         candidate["metadata"].as_object_mut().unwrap().remove("uid");
-        let updated =
-            merge_update(&spec_generation(), &current, candidate, Part::Main, NOW).unwrap();
+        let updated = merge_update(&spec_generation(), &current, candidate, Part::Main).unwrap();
         assert_eq!(updated, current);
     }
 
@@ -419,13 +438,30 @@ mod tests {
         let mut relabelled = current.clone();
         relabelled["metadata"]["labels"]["a"] = json!("2");
         let updated =
-            merge_update(&rt("endpointslices"), &current, relabelled, Part::Main, NOW).unwrap();
+            merge_update(&rt("endpointslices"), &current, relabelled, Part::Main).unwrap();
         assert_eq!(updated["metadata"]["generation"], 2);
         let mut annotated = current.clone();
         annotated["metadata"]["annotations"] = json!({"x": "y"});
-        let updated =
-            merge_update(&rt("endpointslices"), &current, annotated, Part::Main, NOW).unwrap();
+        let updated = merge_update(&rt("endpointslices"), &current, annotated, Part::Main).unwrap();
         assert_eq!(updated["metadata"]["generation"], 1);
+    }
+
+    #[test]
+    fn built_in_types_see_absent_null_and_empty_lists_as_equal() {
+        let body = json!({"metadata": {"name": "s"}, "addressType": "IPv4", "endpoints": [{"addresses": ["10.0.0.1"], "conditions": {}}], "ports": null});
+        let current = prepare_create(&rt("endpointslices"), Some("default"), body, NOW).unwrap();
+        let mut resent = current.clone();
+        resent.as_object_mut().unwrap().remove("ports");
+        resent["endpoints"][0]
+            .as_object_mut()
+            .unwrap()
+            .remove("conditions");
+        let updated = merge_update(&rt("endpointslices"), &current, resent, Part::Main).unwrap();
+        assert_eq!(updated["metadata"]["generation"], 1);
+        let mut changed = current.clone();
+        changed["ports"] = json!([{"port": 80}]);
+        let updated = merge_update(&rt("endpointslices"), &current, changed, Part::Main).unwrap();
+        assert_eq!(updated["metadata"]["generation"], 2);
     }
 
     #[test]

@@ -6,22 +6,37 @@ mod api;
 mod app;
 mod builtin;
 mod cli;
+mod compaction;
 mod crd;
 mod discovery;
+mod empty;
 mod faults;
+mod field_selector;
+mod fields;
 mod gojson;
+mod gotypes;
+mod history;
+mod kinds;
+mod label_index;
+mod label_lexer;
+mod label_syntax;
 mod lifecycle;
+mod listing;
 mod network;
 mod object;
 mod openapi;
 mod registry;
+mod request_log;
 mod selector;
 mod server;
 mod status;
 mod store;
+mod stored;
 mod strategic;
 mod types;
+mod value_index;
 mod warning;
+mod watch_window;
 
 use std::io::Write;
 use std::time::Duration;
@@ -66,9 +81,16 @@ async fn run(args: cli::Args) -> Result<(), String> {
         token: args.token,
         server_address: address.to_string(),
         bookmark_interval,
-        history_limit: usize::try_from(args.watch_history).unwrap_or(usize::MAX),
+        history_limit: args
+            .watch_history
+            .map_or(0, |n| usize::try_from(n).unwrap_or(usize::MAX)),
+        service_cidr: args.service_cluster_ip_range,
     };
     let app = app::App::new(settings);
+    compaction::spawn(
+        app.clone(),
+        Duration::from_secs(args.compaction_interval_seconds),
+    );
     tokio::select! {
         () = server::serve(listener, app) => Ok(()),
         () = shutdown_signal() => {

@@ -72,6 +72,8 @@ pub enum Special {
 pub struct ResourceType {
     pub group: String,
     pub version: String,
+    /// The version objects are stored at (for discovery's `storageVersionHash`).
+    pub storage_version: String,
     pub plural: String,
     pub singular: String,
     pub kind: String,

@@ -1,312 +1,325 @@
-//! Label selectors (`=`, `==`, `!=`, `in`, `notin`, `key`, `!key`, `>`, `<`) and field selectors
-//! (`path=value`, `path!=value` on any dotted field path), parsed from query strings.
+//! Label selectors, parsed and matched as apimachinery's `labels.Parse` does: its lexer
+//! ([`crate::label_lexer`]), its recursive-descent parser with the same error messages
+//! (`unable to parse requirement: found '', expected: ',' or ')'`), and `NewRequirement`'s
+//! validation of keys and values (see [`crate::label_syntax`]).
 //!
-//! Label selectors are evaluated against an object's [`Labels`], which the store extracts once
-//! per write; field selectors walk the object's JSON.
+//! Label selectors are evaluated against an object's [`Labels`], which the store extracts
+//! once per write.
 
-use std::borrow::Cow;
-
-use serde_json::Value;
-
+use crate::label_lexer::{Token, scan};
+use crate::label_syntax::{self, FieldError};
 use crate::object::Labels;
 use crate::status::ApiError;
-use crate::store::Stored;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Operator {
+    Equals,
+    DoubleEquals,
+    NotEquals,
+    In,
+    NotIn,
+    Exists,
+    DoesNotExist,
+    GreaterThan,
+    LessThan,
+}
 
 #[derive(Debug, Clone, PartialEq)]
-enum LabelRequirement {
-    Equals(String, String),
-    NotEquals(String, String),
-    In(String, Vec<String>),
-    NotIn(String, Vec<String>),
-    Exists(String),
-    NotExists(String),
-    GreaterThan(String, i64),
-    LessThan(String, i64),
+struct Requirement {
+    key: String,
+    operator: Operator,
+    /// Sorted and without duplicates, as the parser's string set lists them.
+    values: Vec<String>,
 }
 
 /// A parsed `labelSelector`; the empty selector matches everything.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct LabelSelector(Vec<LabelRequirement>);
+pub struct LabelSelector(Vec<Requirement>);
 
 impl LabelSelector {
+    /// Parses a selector; errors are 400 Bad Requests worded as `labels.Parse` words them.
     pub fn parse(text: &str) -> Result<Self, ApiError> {
-        let parts = split_top_level(text);
-        let requirements = parts
-            .iter()
-            .map(|p| p.trim())
-            .filter(|p| !p.is_empty())
-            .map(parse_requirement);
-        requirements.collect::<Result<_, _>>().map(Self)
+        let mut parser = Parser::new(text);
+        let mut requirements = parser.parse().map_err(ApiError::bad_request)?;
+        requirements.sort_by(|a, b| a.key.cmp(&b.key));
+        Ok(Self(requirements))
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
     }
 
     pub fn matches(&self, labels: &Labels) -> bool {
-        self.0.iter().all(|r| requirement_matches(r, labels))
+        self.0.iter().all(|r| r.matches(labels))
     }
 
     /// The requirements that only objects carrying `key` with one of the listed values can
     /// meet (`key=value`, `key in (values)`), as `(key, values)`: what a label index can answer.
     pub fn equality_terms(&self) -> impl Iterator<Item = (&str, &[String])> {
-        self.0.iter().filter_map(|r| match r {
-            LabelRequirement::Equals(k, v) => Some((k.as_str(), std::slice::from_ref(v))),
-            LabelRequirement::In(k, vs) => Some((k.as_str(), vs.as_slice())),
+        self.0.iter().filter_map(|r| match r.operator {
+            Operator::Equals | Operator::DoubleEquals | Operator::In => {
+                Some((r.key.as_str(), r.values.as_slice()))
+            }
             _ => None,
         })
     }
 }
 
-/// Splits on commas outside parentheses.
-fn split_top_level(text: &str) -> Vec<&str> {
-    let (mut parts, mut depth, mut start) = (Vec::new(), 0i32, 0);
-    for (i, c) in text.char_indices() {
-        match c {
-            '(' => depth += 1,
-            ')' => depth -= 1,
-            ',' if depth == 0 => {
-                parts.push(&text[start..i]);
-                start = i + 1;
-            }
-            _ => {}
+impl Requirement {
+    fn matches(&self, labels: &Labels) -> bool {
+        let label = labels.get(&self.key);
+        let has = |v: &String| self.values.contains(v);
+        let compare = |ordering: std::cmp::Ordering| {
+            let parse = |s: &str| s.parse::<i64>().ok();
+            let (Some(have), Some(want)) = (
+                label.and_then(|l| parse(l)),
+                self.values.first().and_then(|v| parse(v)),
+            ) else {
+                return false;
+            };
+            have.cmp(&want) == ordering
+        };
+        match self.operator {
+            Operator::Equals | Operator::DoubleEquals | Operator::In => label.is_some_and(has),
+            Operator::NotEquals | Operator::NotIn => label.is_none_or(|l| !has(l)),
+            Operator::Exists => label.is_some(),
+            Operator::DoesNotExist => label.is_none(),
+            Operator::GreaterThan => compare(std::cmp::Ordering::Greater),
+            Operator::LessThan => compare(std::cmp::Ordering::Less),
         }
     }
-    parts.push(&text[start..]);
-    parts
-}
 
-fn parse_requirement(text: &str) -> Result<LabelRequirement, ApiError> {
-    let invalid = || {
-        ApiError::bad_request(format!(
-            "unable to parse requirement: invalid label selector: {text:?}"
-        ))
-    };
-    if let Some(key) = text.strip_prefix('!') {
-        return valid_key(key.trim())
-            .map(LabelRequirement::NotExists)
-            .ok_or_else(invalid);
-    }
-    let key_end = text
-        .find(|c: char| c.is_whitespace() || "=!<>(".contains(c))
-        .unwrap_or(text.len());
-    let key = valid_key(&text[..key_end]).ok_or_else(invalid)?;
-    let rest = text[key_end..].trim_start();
-    let requirement = if rest.is_empty() {
-        LabelRequirement::Exists(key)
-    } else if let Some(values) = rest.strip_prefix("notin") {
-        LabelRequirement::NotIn(key, value_set(values).ok_or_else(invalid)?)
-    } else if let Some(values) = rest.strip_prefix("in") {
-        LabelRequirement::In(key, value_set(values).ok_or_else(invalid)?)
-    } else if let Some(value) = rest.strip_prefix("!=") {
-        LabelRequirement::NotEquals(key, valid_value(value).ok_or_else(invalid)?)
-    } else if let Some(value) = rest.strip_prefix("==").or_else(|| rest.strip_prefix('=')) {
-        LabelRequirement::Equals(key, valid_value(value).ok_or_else(invalid)?)
-    } else if let Some(number) = rest.strip_prefix('>') {
-        LabelRequirement::GreaterThan(key, number.trim().parse().map_err(|_| invalid())?)
-    } else if let Some(number) = rest.strip_prefix('<') {
-        LabelRequirement::LessThan(key, number.trim().parse().map_err(|_| invalid())?)
-    } else {
-        return Err(invalid());
-    };
-    Ok(requirement)
-}
-
-fn valid_key(key: &str) -> Option<String> {
-    let ok = !key.is_empty()
-        && key
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_./".contains(c));
-    ok.then(|| key.to_owned())
-}
-
-fn valid_value(value: &str) -> Option<String> {
-    let value = value.trim();
-    value
-        .chars()
-        .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
-        .then(|| value.to_owned())
-}
-
-/// `(a, b, c)` → the values.
-fn value_set(text: &str) -> Option<Vec<String>> {
-    let inner = text.trim().strip_prefix('(')?.strip_suffix(')')?;
-    inner.split(',').map(valid_value).collect()
-}
-
-fn requirement_matches(requirement: &LabelRequirement, labels: &Labels) -> bool {
-    let label = |key: &str| labels.get(key).map(String::as_str);
-    match requirement {
-        LabelRequirement::Equals(k, v) => label(k) == Some(v.as_str()),
-        LabelRequirement::NotEquals(k, v) => label(k) != Some(v.as_str()),
-        LabelRequirement::In(k, vs) => label(k).is_some_and(|l| vs.iter().any(|v| v == l)),
-        LabelRequirement::NotIn(k, vs) => label(k).is_none_or(|l| vs.iter().all(|v| v != l)),
-        LabelRequirement::Exists(k) => label(k).is_some(),
-        LabelRequirement::NotExists(k) => label(k).is_none(),
-        LabelRequirement::GreaterThan(k, n) => label(k)
-            .and_then(|l| l.parse::<i64>().ok())
-            .is_some_and(|l| l > *n),
-        LabelRequirement::LessThan(k, n) => label(k)
-            .and_then(|l| l.parse::<i64>().ok())
-            .is_some_and(|l| l < *n),
+    /// `NewRequirement`: the key, and each value, must be valid.
+    fn new(key: String, operator: Operator, values: Vec<String>) -> Result<Self, String> {
+        let mut errors: Vec<FieldError> = Vec::new();
+        if let Some(error) = label_syntax::label_key_error("key", &key) {
+            errors.push(error);
+        }
+        if matches!(operator, Operator::GreaterThan | Operator::LessThan) {
+            for (i, value) in values.iter().enumerate() {
+                if value.parse::<i64>().is_err() {
+                    let detail = "for 'Gt', 'Lt' operators, the value must be an integer";
+                    errors.push(FieldError::invalid(&format!("values[{i}]"), value, detail));
+                }
+            }
+        }
+        for (i, value) in values.iter().enumerate() {
+            let path = format!("values[{i}][{key}]");
+            errors.extend(label_syntax::label_value_error(&path, value));
+        }
+        match errors.len() {
+            0 => Ok(Self {
+                key,
+                operator,
+                values,
+            }),
+            1 => Err(errors[0].to_string()),
+            _ => {
+                let all: Vec<String> = errors.iter().map(ToString::to_string).collect();
+                Err(format!("[{}]", all.join(", ")))
+            }
+        }
     }
 }
 
-/// A parsed `fieldSelector`: `path=value`, `path==value` or `path!=value`, comma-joined.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct FieldSelector(Vec<(String, bool, String)>);
+/// Whether the parser reads keys and operators, or values (where `in`/`notin` are plain words).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Context {
+    KeyAndOperator,
+    Values,
+}
 
-impl FieldSelector {
-    pub fn parse(text: &str) -> Result<Self, ApiError> {
-        let parse_one = |part: &str| {
-            let (path, equal, value) = if let Some((p, v)) = part.split_once("!=") {
-                (p, false, v)
-            } else if let Some((p, v)) = part.split_once("==").or_else(|| part.split_once('=')) {
-                (p, true, v)
-            } else {
-                return Err(ApiError::bad_request(format!(
-                    "invalid field selector: {part:?}"
-                )));
-            };
-            Ok((path.trim().to_owned(), equal, value.trim().to_owned()))
+struct Parser {
+    tokens: Vec<(Token, String)>,
+    position: usize,
+}
+
+impl Parser {
+    fn new(text: &str) -> Self {
+        Self {
+            tokens: scan(text),
+            position: 0,
+        }
+    }
+
+    fn lookahead(&self, context: Context) -> (Token, String) {
+        let (token, literal) = self.tokens[self.position.min(self.tokens.len() - 1)].clone();
+        let token = match token {
+            Token::In | Token::NotIn if context == Context::Values => Token::Identifier,
+            other => other,
         };
-        text.split(',')
-            .map(str::trim)
-            .filter(|p| !p.is_empty())
-            .map(parse_one)
-            .collect::<Result<_, _>>()
-            .map(Self)
+        (token, literal)
     }
 
-    /// Whether `obj` meets every requirement (the reference [`matches_stored`](Self::matches_stored)
-    /// is tested against).
-    #[cfg(test)]
-    pub fn matches(&self, obj: &Value) -> bool {
-        self.0
-            .iter()
-            .all(|(path, equal, value)| (field_text(obj, path) == value.as_str()) == *equal)
+    fn consume(&mut self, context: Context) -> (Token, String) {
+        let next = self.lookahead(context);
+        self.position += 1;
+        next
     }
 
-    /// [`matches`](Self::matches) for a stored object, reading `metadata.name` and
-    /// `metadata.namespace` from the texts kept beside it.
-    pub fn matches_stored(&self, obj: &Stored) -> bool {
-        self.0.iter().all(|(path, equal, value)| {
-            let text = match path.as_str() {
-                "metadata.name" => Cow::Borrowed(&*obj.name),
-                "metadata.namespace" => Cow::Borrowed(&*obj.namespace),
-                _ => field_text(&obj.value, path),
-            };
-            (text == value.as_str()) == *equal
+    fn parse(&mut self) -> Result<Vec<Requirement>, String> {
+        let mut requirements = Vec::new();
+        loop {
+            let (token, literal) = self.lookahead(Context::Values);
+            match token {
+                Token::Identifier | Token::DoesNotExist => {
+                    let requirement = self
+                        .requirement()
+                        .map_err(|e| format!("unable to parse requirement: {e}"))?;
+                    requirements.push(requirement);
+                    let (token, literal) = self.consume(Context::Values);
+                    match token {
+                        Token::EndOfString => return Ok(requirements),
+                        Token::Comma => {
+                            let (next, literal) = self.lookahead(Context::Values);
+                            if !matches!(next, Token::Identifier | Token::DoesNotExist) {
+                                return Err(format!(
+                                    "found '{literal}', expected: identifier after ','"
+                                ));
+                            }
+                        }
+                        _ => {
+                            return Err(format!(
+                                "found '{literal}', expected: ',' or 'end of string'"
+                            ));
+                        }
+                    }
+                }
+                Token::EndOfString => return Ok(requirements),
+                _ => {
+                    return Err(format!(
+                        "found '{literal}', expected: !, identifier, or 'end of string'"
+                    ));
+                }
+            }
+        }
+    }
+
+    fn requirement(&mut self) -> Result<Requirement, String> {
+        let (key, operator) = self.key_and_inferred_operator()?;
+        if let Some(operator @ (Operator::Exists | Operator::DoesNotExist)) = operator {
+            return Requirement::new(key, operator, Vec::new());
+        }
+        let operator = self.operator()?;
+        let mut values = match operator {
+            Operator::In | Operator::NotIn => self.values()?,
+            _ => self.exact_value()?,
+        };
+        values.sort();
+        values.dedup();
+        Requirement::new(key, operator, values)
+    }
+
+    fn key_and_inferred_operator(&mut self) -> Result<(String, Option<Operator>), String> {
+        let mut operator = None;
+        let (mut token, mut literal) = self.consume(Context::Values);
+        if token == Token::DoesNotExist {
+            operator = Some(Operator::DoesNotExist);
+            (token, literal) = self.consume(Context::Values);
+        }
+        if token != Token::Identifier {
+            return Err(format!("found '{literal}', expected: identifier"));
+        }
+        if let Some(error) = label_syntax::label_key_error("", &literal) {
+            return Err(error.to_string());
+        }
+        let (next, _) = self.lookahead(Context::Values);
+        if matches!(next, Token::EndOfString | Token::Comma) && operator.is_none() {
+            operator = Some(Operator::Exists);
+        }
+        Ok((literal, operator))
+    }
+
+    fn operator(&mut self) -> Result<Operator, String> {
+        let (token, literal) = self.consume(Context::KeyAndOperator);
+        Ok(match token {
+            Token::In => Operator::In,
+            Token::Equals => Operator::Equals,
+            Token::DoubleEquals => Operator::DoubleEquals,
+            Token::GreaterThan => Operator::GreaterThan,
+            Token::LessThan => Operator::LessThan,
+            Token::NotIn => Operator::NotIn,
+            Token::NotEquals => Operator::NotEquals,
+            _ => {
+                return Err(format!(
+                    "found '{literal}', expected: in, notin, =, ==, !=, gt, lt"
+                ));
+            }
         })
     }
-}
 
-/// The field at a dotted path, as text: strings as they are, missing fields and nulls "",
-/// anything else its JSON text.
-pub fn field_text<'a>(obj: &'a Value, path: &str) -> Cow<'a, str> {
-    let field = path.split('.').try_fold(obj, |v, key| v.get(key));
-    match field {
-        Some(Value::String(s)) => Cow::Borrowed(s),
-        Some(Value::Null) | None => Cow::Borrowed(""),
-        Some(other) => Cow::Owned(other.to_string()),
+    /// `(a, b, c)`.
+    fn values(&mut self) -> Result<Vec<String>, String> {
+        let (token, literal) = self.consume(Context::Values);
+        if token != Token::OpenPar {
+            return Err(format!("found '{literal}' expected: '('"));
+        }
+        let (token, literal) = self.lookahead(Context::Values);
+        match token {
+            Token::Identifier | Token::Comma => {
+                let values = self.identifiers()?;
+                if self.consume(Context::Values).0 != Token::ClosedPar {
+                    return Err(format!("found '{literal}', expected: ')'"));
+                }
+                Ok(values)
+            }
+            Token::ClosedPar => {
+                self.consume(Context::Values);
+                Ok(vec![String::new()])
+            }
+            _ => Err(format!(
+                "found '{literal}', expected: ',', ')' or identifier"
+            )),
+        }
+    }
+
+    /// A comma-separated list of possibly empty identifiers, up to (not including) `)`.
+    fn identifiers(&mut self) -> Result<Vec<String>, String> {
+        let mut values = Vec::new();
+        loop {
+            let (token, literal) = self.consume(Context::Values);
+            match token {
+                Token::Identifier => {
+                    values.push(literal);
+                    let (next, literal) = self.lookahead(Context::Values);
+                    match next {
+                        Token::Comma => {}
+                        Token::ClosedPar => return Ok(values),
+                        _ => return Err(format!("found '{literal}', expected: ',' or ')'")),
+                    }
+                }
+                Token::Comma => {
+                    if values.is_empty() {
+                        values.push(String::new());
+                    }
+                    let (next, _) = self.lookahead(Context::Values);
+                    if next == Token::ClosedPar {
+                        values.push(String::new());
+                        return Ok(values);
+                    }
+                    if next == Token::Comma {
+                        values.push(String::new());
+                    }
+                }
+                _ => return Err(format!("found '{literal}', expected: ',', or identifier")),
+            }
+        }
+    }
+
+    fn exact_value(&mut self) -> Result<Vec<String>, String> {
+        let (token, _) = self.lookahead(Context::Values);
+        if matches!(token, Token::EndOfString | Token::Comma) {
+            return Ok(vec![String::new()]);
+        }
+        let (token, literal) = self.consume(Context::Values);
+        if token == Token::Identifier {
+            Ok(vec![literal])
+        } else {
+            Err(format!("found '{literal}', expected: identifier"))
+        }
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::object;
-    use serde_json::json;
-
-    fn obj(labels: Value) -> Value {
-        json!({"metadata": {"name": "web", "namespace": "prod", "labels": labels}, "spec": {"port": 80}})
-    }
-
-    fn selects(selector: &str, labels: Value) -> bool {
-        LabelSelector::parse(selector)
-            .unwrap()
-            .matches(&object::labels(&obj(labels)))
-    }
-
-    #[test]
-    fn equality_and_inequality_requirements_match_label_values() {
-        assert!(selects("app=web", json!({"app": "web"})));
-        assert!(selects("app==web", json!({"app": "web"})));
-        assert!(!selects("app=web", json!({"app": "db"})));
-        assert!(selects("app!=web", json!({"app": "db"})));
-        assert!(selects("app!=web", json!({})));
-    }
-
-    #[test]
-    fn set_requirements_match_membership() {
-        assert!(selects("tier in (front, back)", json!({"tier": "back"})));
-        assert!(!selects("tier in (front,back)", json!({})));
-        assert!(selects("tier notin (front,back)", json!({})));
-        assert!(!selects(
-            "tier notin (front,back)",
-            json!({"tier": "front"})
-        ));
-    }
-
-    #[test]
-    fn existence_requirements_and_conjunctions_combine() {
-        assert!(selects("app,!legacy", json!({"app": "x"})));
-        assert!(!selects(
-            "app,!legacy",
-            json!({"app": "x", "legacy": "true"})
-        ));
-        assert!(selects(
-            "app=x,tier in (a,b),!legacy",
-            json!({"app": "x", "tier": "b"})
-        ));
-        assert!(selects("", json!({})));
-    }
-
-    #[test]
-    fn non_string_label_values_count_as_absent() {
-        assert!(!selects("n", json!({"n": 3})));
-        assert!(selects("!n", json!({"n": 3})));
-        assert!(selects("n!=3", json!({"n": 3})));
-    }
-
-    #[test]
-    fn equality_terms_are_the_equals_and_in_requirements() {
-        let selector = LabelSelector::parse("a=1,b!=2,c in (3,4),d,!e,f notin (5)").unwrap();
-        let terms: Vec<(&str, &[String])> = selector.equality_terms().collect();
-        let (one, three_four) = (["1".to_owned()], ["3".to_owned(), "4".to_owned()]);
-        assert_eq!(terms, vec![("a", &one[..]), ("c", &three_four[..])]);
-        assert_eq!(
-            LabelSelector::parse("").unwrap().equality_terms().count(),
-            0
-        );
-    }
-
-    #[test]
-    fn malformed_label_selectors_are_bad_requests() {
-        assert_eq!(LabelSelector::parse("app in front").unwrap_err().code, 400);
-        assert_eq!(LabelSelector::parse("=x").unwrap_err().code, 400);
-    }
-
-    #[test]
-    fn field_selectors_compare_dotted_paths_as_text() {
-        let selector =
-            FieldSelector::parse("metadata.name=web,metadata.namespace!=dev,spec.port=80").unwrap();
-        assert!(selector.matches(&obj(json!({}))));
-        assert!(
-            !FieldSelector::parse("metadata.name=db")
-                .unwrap()
-                .matches(&obj(json!({})))
-        );
-        let missing = FieldSelector::parse("spec.missing=,metadata.labels!=x").unwrap();
-        assert!(missing.matches(&obj(json!({}))));
-        assert!(selector.matches_stored(&Stored::new(obj(json!({})))));
-        let odd = Stored::new(json!({"metadata": {"name": 7}, "spec": {"port": 80}}));
-        let cases = [
-            ("metadata.name=7,metadata.namespace=,spec.port=80", true),
-            ("metadata.name!=7", false),
-            ("metadata.namespace=prod", false),
-        ];
-        for (text, expected) in cases {
-            let selector = FieldSelector::parse(text).unwrap();
-            assert_eq!(selector.matches(&odd.value), expected, "{text}");
-            assert_eq!(selector.matches_stored(&odd), expected, "{text}");
-        }
-        assert!(FieldSelector::parse("").unwrap().matches(&json!({})));
-    }
-}
+#[path = "selector_tests.rs"]
+mod tests;

@@ -1,43 +1,46 @@
-//! `Warning` response headers, as the apiserver's `warning.AddWarning(ctx, ...)` collects them
-//! during a request: code whose caller cannot pass them back (validation deep in a write) adds
-//! them here, and the request handler sends them as `Warning: 299 - "text"` headers. Requests
-//! are served synchronously on one thread, so a thread-local list is the request's list.
+//! `Warning` response headers, as the apiserver's `warning.AddWarning` collects them while a
+//! request is served (unknown fields a custom resource's schema pruned, finalizer names that
+//! are not domain-qualified) and its warning filter writes them: `299 - "<text>"`, each
+//! distinct text once, in the order added.
+//!
+//! Handlers run synchronously on one thread while they hold the store lock, so the warnings of
+//! the request being served are collected per thread, between [`collect`]'s start and end.
 
 use std::cell::RefCell;
 
 use axum::http::HeaderValue;
+use axum::http::header::WARNING;
 use axum::response::Response;
 
 thread_local! {
-    static WARNINGS: RefCell<Vec<String>> = const { RefCell::new(Vec::new()) };
+    static PENDING: RefCell<Option<Vec<String>>> = const { RefCell::new(None) };
 }
 
-/// Adds a warning to the current request's answer (once: repeats are dropped, as the
-/// apiserver's recorder does).
-pub fn add(text: String) {
-    WARNINGS.with(|w| {
-        let mut list = w.borrow_mut();
-        if !list.contains(&text) {
-            list.push(text);
-        }
-    });
-}
-
-/// Runs `serve` with a fresh warning list and puts what it collected on its response.
-pub fn around(serve: impl FnOnce() -> Response) -> Response {
-    WARNINGS.with(|w| w.borrow_mut().clear());
+/// Runs `serve` collecting the warnings it adds, then adds them to its response.
+pub fn collect(serve: impl FnOnce() -> Response) -> Response {
+    let outer = PENDING.with(|p| p.borrow_mut().replace(Vec::new()));
     let mut response = serve();
-    let collected = WARNINGS.with(|w| std::mem::take(&mut *w.borrow_mut()));
-    for text in collected {
-        if let Ok(value) = HeaderValue::from_str(&header_text(&text)) {
-            response.headers_mut().append("warning", value);
+    let warnings = PENDING.with(|p| std::mem::replace(&mut *p.borrow_mut(), outer));
+    for text in warnings.unwrap_or_default() {
+        if let Ok(value) = HeaderValue::from_str(&header_value(&text)) {
+            response.headers_mut().append(WARNING, value);
         }
     }
     response
 }
 
-/// `299 - "text"` with `"` and `\` escaped (RFC 7234 warn-text).
-fn header_text(text: &str) -> String {
+/// Adds a warning to the request being served (ignored outside [`collect`]).
+pub fn add(text: impl Into<String>) {
+    let text = text.into();
+    PENDING.with(|p| {
+        if let Some(pending) = p.borrow_mut().as_mut().filter(|p| !p.contains(&text)) {
+            pending.push(text);
+        }
+    });
+}
+
+/// `299 - "<text>"`, the text quoted as Go's `%q` would (backslashes and quotes escaped).
+fn header_value(text: &str) -> String {
     let escaped = text.replace('\\', "\\\\").replace('"', "\\\"");
     format!("299 - \"{escaped}\"")
 }
@@ -48,20 +51,32 @@ mod tests {
     use axum::response::IntoResponse;
 
     #[test]
-    fn warnings_become_headers_once_each() {
-        let response = around(|| {
-            add("a \"b\"".to_owned());
-            add("a \"b\"".to_owned());
+    fn warnings_added_while_serving_become_headers_once_each() {
+        let response = collect(|| {
+            add("unknown field \"spec.bogus\"");
+            add("unknown field \"spec.bogus\"");
+            add("second");
             "ok".into_response()
         });
-        let values: Vec<&str> = response
+        let headers: Vec<&str> = response
             .headers()
-            .get_all("warning")
+            .get_all(WARNING)
             .iter()
             .map(|v| v.to_str().unwrap())
             .collect();
-        assert_eq!(values, vec!["299 - \"a \\\"b\\\"\""]);
-        let clean = around(|| "ok".into_response());
-        assert!(clean.headers().get("warning").is_none());
+        assert_eq!(
+            headers,
+            vec![
+                "299 - \"unknown field \\\"spec.bogus\\\"\"",
+                "299 - \"second\""
+            ]
+        );
+    }
+
+    #[test]
+    fn warnings_outside_a_request_are_dropped() {
+        add("nobody listens");
+        let response = collect(|| "ok".into_response());
+        assert!(response.headers().get(WARNING).is_none());
     }
 }

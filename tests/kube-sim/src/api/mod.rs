@@ -3,14 +3,20 @@
 
 mod body;
 mod delete;
+mod list;
+mod list_options;
+mod paging;
 mod params;
 mod patch;
 mod path;
 mod read;
+mod request_info;
 mod respond;
+mod selection;
 mod table;
 mod target;
 mod watch;
+mod watch_stream;
 mod write;
 
 use std::sync::Arc;
@@ -24,9 +30,12 @@ use crate::app::App;
 use crate::discovery;
 use crate::openapi;
 use crate::status::ApiError;
+use crate::warning;
 use params::Params;
 use path::Route;
 use target::{Target, Verb};
+
+pub use request_info::Attributes;
 
 /// Serves one Kubernetes API request.
 pub async fn handle(
@@ -51,19 +60,54 @@ async fn serve(
     body: Bytes,
 ) -> Result<Response, ApiError> {
     authorize(app, headers)?;
+    record_authorization(app, method, uri);
     let params = Params::from_uri(uri)?;
     let route = path::parse(uri.path());
     if let Route::Resource(resource_path) = route {
-        let target = Target::resolve(&app.read().registry, resource_path)?;
-        return Ok(crate::warning::around(|| {
-            serve_resource(app, method, target, &params, headers, body)
-                .unwrap_or_else(IntoResponse::into_response)
-        }));
+        let built_in_group = is_built_in_group(app, &resource_path.group);
+        let resolved = Target::resolve(&app.read().registry, resource_path);
+        return match resolved {
+            Ok(target) => Ok(warning::collect(|| {
+                serve_resource(app, method, target, &params, headers, body)
+                    .unwrap_or_else(IntoResponse::into_response)
+            })),
+            Err(error) if built_in_group => Err(error),
+            Err(_) => Ok(respond::page_not_found()),
+        };
     }
     if method != Method::GET {
         return Err(ApiError::method_not_allowed());
     }
-    document(app, route).map(|doc| respond::json_response(StatusCode::OK, &doc))
+    let group = match &route {
+        Route::Group(group) | Route::ResourceList { group, .. } => Some(group.clone()),
+        _ => None,
+    };
+    match document(app, route) {
+        Ok(doc) => Ok(respond::json_response(StatusCode::OK, &doc)),
+        Err(error) if group.is_some_and(|g| is_built_in_group(app, &g)) => Err(error),
+        Err(_) => Ok(respond::page_not_found()),
+    }
+}
+
+/// Whether `group` is one of the apiserver's own groups, whose handler answers unknown
+/// resources and versions with a 404 `Status`. Requests nothing serves in other groups
+/// (unknown ones, and those of CustomResourceDefinitions, whose handler delegates what it does
+/// not serve) get the plain-text `404 page not found`.
+fn is_built_in_group(app: &App, group: &str) -> bool {
+    let store = app.read();
+    let mut types = store.registry.all();
+    types.any(|t| t.group == group && t.defined_by.is_none())
+}
+
+/// Records what the authorizer of a real server would be asked about an authenticated request
+/// (before anything else looks at it: a request later refused, or for nothing served, was
+/// authorized all the same).
+fn record_authorization(app: &App, method: &Method, uri: &Uri) {
+    // A query the handlers refuse still names a verb (`watch`) and maybe a name.
+    let params = Params::from_uri(uri).unwrap_or_default();
+    if let Some(attributes) = Attributes::of_request(method, uri.path(), &params) {
+        app.requests.record(attributes);
+    }
 }
 
 /// With `--token`, requests must carry `Authorization: Bearer TOKEN`.
@@ -123,13 +167,13 @@ fn serve_resource(
         return Err(ApiError::bad_request("dryRun is not supported by kube-sim"));
     }
     match verb {
-        Verb::Get => read::get(app, &target, headers),
-        Verb::List => read::list(app, &target, params, headers),
+        Verb::Get => read::get(app, &target, params, headers),
+        Verb::List => list::list(app, &target, params, headers),
         Verb::Watch => watch::watch(app, &target, params, headers),
-        Verb::Create => write::create(app, &target, headers, &body),
-        Verb::Update => write::update(app, &target, headers, &body),
+        Verb::Create => write::create(app, &target, params, headers, &body),
+        Verb::Update => write::update(app, &target, params, headers, &body),
         Verb::Patch => patch::patch(app, &target, params, headers, &body),
-        Verb::Delete => delete::delete(app, &target, &body),
+        Verb::Delete => delete::delete(app, &target, params, &body),
         Verb::DeleteCollection => delete::delete_collection(app, &target, params, &body),
     }
 }

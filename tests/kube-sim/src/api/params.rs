@@ -4,7 +4,6 @@ use std::collections::HashMap;
 
 use axum::http::Uri;
 
-use crate::selector::{FieldSelector, LabelSelector};
 use crate::status::ApiError;
 
 /// The decoded query string of a request.
@@ -23,25 +22,8 @@ impl Params {
         self.0.get(key).map(String::as_str)
     }
 
-    /// A boolean parameter: `true` or `1`.
+    /// A boolean parameter as the apiserver reads it: present and neither `0` nor `false`.
     pub fn flag(&self, key: &str) -> bool {
-        matches!(self.get(key), Some("true" | "1"))
-    }
-
-    pub fn label_selector(&self) -> Result<LabelSelector, ApiError> {
-        LabelSelector::parse(self.get("labelSelector").unwrap_or_default())
-    }
-
-    pub fn field_selector(&self) -> Result<FieldSelector, ApiError> {
-        FieldSelector::parse(self.get("fieldSelector").unwrap_or_default())
-    }
-
-    pub fn timeout_seconds(&self) -> Result<Option<u64>, ApiError> {
-        let Some(text) = self.get("timeoutSeconds") else {
-            return Ok(None);
-        };
-        text.parse()
-            .map(Some)
-            .map_err(|_| ApiError::bad_request(format!("invalid timeoutSeconds {text:?}")))
+        self.get(key).is_some_and(super::list_options::go_bool)
     }
 }

@@ -1,9 +1,10 @@
 //! PATCH: JSON merge patch (RFC 7386), JSON patch (RFC 6902), strategic merge patch of
-//! built-in types (`crate::strategic`), and a simplified server-side apply.
+//! built-in types (`crate::strategic`), and server-side apply (field ownership in
+//! [`crate::fields`]).
 
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::body;
 use super::params::Params;
@@ -11,6 +12,8 @@ use super::respond;
 use super::target::Target;
 use super::write;
 use crate::app::App;
+use crate::fields::{self, Options, Tracking};
+use crate::gotypes;
 use crate::lifecycle::Part;
 use crate::object;
 use crate::status::ApiError;
@@ -22,8 +25,8 @@ enum PatchKind {
     Merge,
     Json,
     Strategic,
-    /// Server-side apply: the applied object is merged into the live one (maps merged, lists
-    /// replaced), creating the object if absent. No field ownership, so never a conflict.
+    /// Server-side apply: the applied configuration is merged into the live object by field
+    /// ownership, creating the object if absent.
     Apply,
 }
 
@@ -48,9 +51,12 @@ pub fn patch(
 ) -> Result<Response, ApiError> {
     let (code, stored) = match PatchKind::from_content_type(&body::content_type(headers))? {
         PatchKind::Merge => {
+            let tracking = write::update_tracking(Options::Patch, params, headers)?;
             let patch = merge_patch_body(body)?;
-            let stored = write::update_locked(&mut app.write(), target, |current| {
-                Ok(merged(current, &patch))
+            let stored = write::update_locked(&mut app.write(), target, &tracking, |current| {
+                let patched = merged(current, &patch);
+                gotypes::check_merge_patch(&target.rt, current, &patch, &patched)?;
+                Ok(patched)
             })?;
             (StatusCode::OK, stored)
         }
@@ -59,15 +65,17 @@ pub fn patch(
             else {
                 return Err(ApiError::strategic_patch_unsupported());
             };
+            let tracking = write::update_tracking(Options::Patch, params, headers)?;
             let patch = merge_patch_body(body)?;
-            let stored = write::update_locked(&mut app.write(), target, |current| {
+            let stored = write::update_locked(&mut app.write(), target, &tracking, |current| {
                 strategic::patch(&schema, current, &patch).map_err(|e| ApiError::bad_request(e.0))
             })?;
             (StatusCode::OK, stored)
         }
         PatchKind::Json => {
+            let tracking = write::update_tracking(Options::Patch, params, headers)?;
             let operations = json_patch_body(body)?;
-            let stored = write::update_locked(&mut app.write(), target, |current| {
+            let stored = write::update_locked(&mut app.write(), target, &tracking, |current| {
                 json_patched(target, current, &operations)
             })?;
             (StatusCode::OK, stored)
@@ -128,51 +136,70 @@ fn apply(
     params: &Params,
     body: &[u8],
 ) -> Result<(StatusCode, std::sync::Arc<Value>), ApiError> {
-    if params.get("fieldManager").is_none_or(str::is_empty) {
+    let manager = fields::manager(Options::Apply, params.get("fieldManager"), None, None)?;
+    let config: Value = serde_yaml::from_slice(body)
+        .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?;
+    if !config.is_object() {
         return Err(ApiError::bad_request(
-            "PATCH /apply requires fieldManager to be set",
+            "error decoding YAML: an applied configuration must be an object",
         ));
-    }
-    let mut applied = body::decode_yaml(body)?;
-    if !applied.is_object() {
-        return Err(ApiError::bad_request(
-            "an applied configuration must be an object",
-        ));
-    }
-    let name = target.name_or_empty();
-    match object::name(&applied) {
-        "" => {
-            object::metadata_mut(&mut applied).insert("name".into(), json!(name));
-        }
-        given if given != name => {
-            let message = format!(
-                "the name of the object ({given}) does not match the name on the URL ({name})"
-            );
-            return Err(ApiError::bad_request(message));
-        }
-        _ => {}
     }
     let mut store = app.write();
-    let exists = store
-        .get(&target.rt.group_resource(), target.key_namespace(), name)
-        .is_some();
-    if exists {
-        let stored =
-            write::update_locked(&mut store, target, |current| Ok(merged(current, &applied)))?;
-        Ok((StatusCode::OK, stored))
-    } else if target.part == Part::Status {
-        Err(ApiError::not_found(&target.rt.group_resource(), name))
-    } else {
-        Ok((
-            StatusCode::CREATED,
-            write::create_locked(&mut store, target, applied)?,
-        ))
+    let name = target.name_or_empty();
+    let stored = store.get(&target.rt.group_resource(), target.key_namespace(), name);
+    if stored.is_none() && target.part == Part::Status {
+        return Err(ApiError::not_found(&target.rt.group_resource(), name));
     }
+    // The live object as the applied version shows it (the field manager works in that version).
+    let current = stored.as_deref().map(|s| respond::present(&target.rt, s));
+    let Some(context) = fields::context(&store, &target.rt) else {
+        return Err(ApiError::internal(
+            "no schema for an apply to this resource",
+        ));
+    };
+    let request = fields::Apply {
+        part: target.part,
+        live: current.as_deref(),
+        config: &config,
+        manager: &manager,
+        force: params.flag("force"),
+        now: &object::now(),
+    };
+    let applied = fields::apply(&context, &request)?;
+    check_name(target, &applied)?;
+    if current.is_some() {
+        let updated =
+            write::update_locked(&mut store, target, &Tracking::Applied, |_| Ok(applied))?;
+        return Ok((StatusCode::OK, updated));
+    }
+    let created =
+        write::create_through_write(app, &mut store, target, &Tracking::Applied, applied)?;
+    Ok((StatusCode::CREATED, created))
+}
+
+/// The applied object must be the one the URL names (the patch handler's `checkName`).
+fn check_name(target: &Target, applied: &Value) -> Result<(), ApiError> {
+    let (name, url_name) = (object::name(applied), target.name_or_empty());
+    if name != url_name {
+        let message = format!(
+            "the name of the object ({name}) does not match the name on the URL ({url_name})"
+        );
+        return Err(ApiError::bad_request(message));
+    }
+    let (namespace, url_namespace) = (object::namespace(applied), target.key_namespace());
+    if !url_namespace.is_empty() && !namespace.is_empty() && namespace != url_namespace {
+        let message = format!(
+            "the namespace of the object ({namespace}) does not match the namespace on the URL ({url_namespace})"
+        );
+        return Err(ApiError::bad_request(message));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn content_types_select_the_patch_format() {

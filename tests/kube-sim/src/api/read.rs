@@ -1,62 +1,39 @@
-//! The read verbs: get one object, list a collection (with label and field selectors).
-
-use std::sync::Arc;
+//! The get verb. Without `resourceVersion` the object is read from storage (etcd); with one it
+//! comes from the watch cache once that is at least that fresh (`CacheDelegator.Get`), which
+//! for a revision not written yet is a 504 `Too large resource version`.
 
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
-use serde_json::Value;
 
+use super::list;
+use super::list_options::parse_resource_version;
 use super::params::Params;
 use super::respond;
 use super::table;
 use super::target::Target;
 use crate::app::App;
 use crate::status::ApiError;
-use crate::store::Stored;
 
-pub fn get(app: &App, target: &Target, headers: &HeaderMap) -> Result<Response, ApiError> {
-    let name = target.name_or_empty();
-    let found = app
-        .read()
-        .get(&target.rt.group_resource(), target.key_namespace(), name);
-    let obj = found.ok_or_else(|| ApiError::not_found(&target.rt.group_resource(), name))?;
-    if table::wanted(headers) {
-        let doc = table::table(&[obj], None, true, &Params::default());
-        return Ok(respond::json_response(StatusCode::OK, &doc));
-    }
-    Ok(respond::object_response(StatusCode::OK, &target.rt, &obj))
-}
-
-/// `limit` and `continue` are ignored: every matching object comes in one page.
-pub fn list(
+pub fn get(
     app: &App,
     target: &Target,
     params: &Params,
     headers: &HeaderMap,
 ) -> Result<Response, ApiError> {
-    let (items, rv) = matching(app, target, params)?;
+    let name = target.name_or_empty();
+    let gr = target.rt.group_resource();
+    let requested = parse_resource_version(params.get("resourceVersion").unwrap_or_default())?;
+    let found = {
+        let store = app.read();
+        if let Some(at_least) = requested {
+            list::fresh_cache(&store, &gr, at_least)?;
+        }
+        store.get(&gr, target.key_namespace(), name)
+    };
+    let obj = found.ok_or_else(|| ApiError::not_found(&gr, name))?;
     if table::wanted(headers) {
-        let objects: Vec<Arc<Value>> = items.into_iter().map(|s| s.value).collect();
-        let doc = table::table(&objects, Some(rv), true, params);
+        let doc = table::table(&[obj], None, true, &Params::default());
         return Ok(respond::json_response(StatusCode::OK, &doc));
     }
-    Ok(respond::stored_list_response(&target.rt, &items, rv))
-}
-
-/// The objects of the target collection the request's selectors match, and the current resourceVersion.
-pub fn matching(
-    app: &App,
-    target: &Target,
-    params: &Params,
-) -> Result<(Vec<Stored>, u64), ApiError> {
-    let labels = params.label_selector()?;
-    let fields = params.field_selector()?;
-    let (mut items, rv) = {
-        let store = app.read();
-        let gr = target.rt.group_resource();
-        let selected = store.select(&gr, target.namespace.as_deref(), &labels);
-        (selected, store.resource_version())
-    };
-    items.retain(|o| fields.matches_stored(o));
-    Ok((items, rv))
+    Ok(respond::object_response(StatusCode::OK, &target.rt, &obj))
 }

@@ -2,7 +2,6 @@
 //! apiVersion of the version the request addressed.
 
 use std::borrow::Cow;
-use std::sync::Arc;
 
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -11,10 +10,14 @@ use serde_json::{Value, json};
 
 use crate::object;
 use crate::registry::ResourceType;
-use crate::store::Stored;
+use crate::stored::Stored;
 
-/// `obj` as served at `rt`'s version (objects of multi-version CRDs are stored at any version).
+/// `obj` as served at `rt`'s version (objects of multi-version CRDs are stored at any version;
+/// `events.k8s.io` Events are stored as core Events).
 pub fn present<'a>(rt: &ResourceType, obj: &'a Value) -> Cow<'a, Value> {
+    if let Some(converted) = crate::kinds::present(rt, obj) {
+        return Cow::Owned(converted);
+    }
     let api_version = rt.api_version();
     if obj["apiVersion"] == api_version.as_str() {
         Cow::Borrowed(obj)
@@ -22,6 +25,15 @@ pub fn present<'a>(rt: &ResourceType, obj: &'a Value) -> Cow<'a, Value> {
         let mut copy = obj.clone();
         copy["apiVersion"] = json!(api_version);
         Cow::Owned(copy)
+    }
+}
+
+/// A stored object in the form `rt` serves it (see [`present`]), its encodings reused when
+/// that is the stored form.
+pub fn presented<'a>(rt: &ResourceType, stored: &'a Stored) -> Cow<'a, Stored> {
+    match crate::kinds::present(rt, &stored.value) {
+        Some(converted) => Cow::Owned(Stored::new(converted)),
+        None => Cow::Borrowed(stored),
     }
 }
 
@@ -39,66 +51,58 @@ pub fn object_response(code: StatusCode, rt: &ResourceType, obj: &Value) -> Resp
     json_response(code, &present(rt, obj))
 }
 
-#[derive(Serialize)]
-struct List<'a> {
-    kind: String,
-    #[serde(rename = "apiVersion")]
-    api_version: String,
-    metadata: Value,
-    items: Vec<Cow<'a, Value>>,
+/// The apiserver's answer to a path nothing serves (Go's `http.NotFound`).
+pub fn page_not_found() -> Response {
+    (
+        StatusCode::NOT_FOUND,
+        [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+        "404 page not found\n",
+    )
+        .into_response()
 }
 
-/// A `{Kind}List` of `items` at resourceVersion `rv`.
-pub fn list_response(rt: &ResourceType, items: &[Arc<Value>], rv: u64) -> Response {
-    let list = List {
-        kind: rt.list_kind(),
-        api_version: rt.api_version(),
-        metadata: json!({"resourceVersion": rv.to_string()}),
-        items: items.iter().map(|o| present(rt, o)).collect(),
-    };
-    json_response(StatusCode::OK, &list)
+/// A JSON body already encoded.
+pub fn bytes_response(code: StatusCode, bytes: Vec<u8>) -> Response {
+    (code, [(header::CONTENT_TYPE, "application/json")], bytes).into_response()
 }
 
-/// The same `{Kind}List` as [`list_response`], built from the stored objects' JSON encodings
-/// (re-encoded only when the request addresses another version than the stored one).
-pub fn stored_list_response(rt: &ResourceType, items: &[Stored], rv: u64) -> Response {
-    match stored_list_body(rt, items, rv) {
-        Ok(bytes) => (
-            StatusCode::OK,
-            [(header::CONTENT_TYPE, "application/json")],
-            bytes,
-        )
-            .into_response(),
-        Err(e) => {
-            crate::status::ApiError::internal(format!("encoding response: {e}")).into_response()
-        }
-    }
+/// A `{Kind}List` of `items` with `metadata`, built from the stored encodings: items of
+/// built-in kinds without `kind` and `apiVersion` (typed list items), those of custom
+/// resources with them (unstructured list items).
+pub fn list_response(rt: &ResourceType, items: &[Stored], metadata: &Value) -> Response {
+    bytes_response(StatusCode::OK, list_body(rt, items, metadata))
 }
 
-fn stored_list_body(rt: &ResourceType, items: &[Stored], rv: u64) -> serde_json::Result<Vec<u8>> {
+fn list_body(rt: &ResourceType, items: &[Stored], metadata: &Value) -> Vec<u8> {
     let api_version = rt.api_version();
-    let size = items.iter().map(|s| s.json.len() + 1).sum::<usize>();
+    let typed_items = rt.defined_by.is_none();
+    let size = items.iter().map(|s| s.body.len() + 64).sum::<usize>();
     let mut body = Vec::with_capacity(size + 256);
-    // The field order of `List`.
     body.extend_from_slice(b"{\"kind\":");
-    serde_json::to_writer(&mut body, &rt.list_kind())?;
+    write_json(&rt.list_kind(), &mut body);
     body.extend_from_slice(b",\"apiVersion\":");
-    serde_json::to_writer(&mut body, &api_version)?;
+    write_json(&api_version, &mut body);
     body.extend_from_slice(b",\"metadata\":");
-    serde_json::to_writer(&mut body, &json!({"resourceVersion": rv.to_string()}))?;
+    write_json(metadata, &mut body);
     body.extend_from_slice(b",\"items\":[");
     for (i, item) in items.iter().enumerate() {
         if i > 0 {
             body.push(b',');
         }
-        if item.value["apiVersion"] == api_version.as_str() {
-            body.extend_from_slice(&item.json);
+        let item = presented(rt, item);
+        if typed_items {
+            body.extend_from_slice(item.item_json());
         } else {
-            serde_json::to_writer(&mut body, &present(rt, &item.value))?;
+            item.write_object_json(&rt.kind, &api_version, &mut body);
         }
     }
     body.extend_from_slice(b"]}");
-    Ok(body)
+    body
+}
+
+fn write_json(value: &impl Serialize, out: &mut Vec<u8>) {
+    // Strings and `Value`s always encode.
+    let _ = serde_json::to_writer(out, value);
 }
 
 /// The `Status` success the apiserver answers an immediate deletion with.
@@ -115,35 +119,50 @@ mod tests {
     use crate::builtin;
     use crate::registry::Registry;
 
+    fn decoded(body: Vec<u8>) -> Value {
+        serde_json::from_slice(&body).unwrap()
+    }
+
     #[test]
-    fn stored_lists_encode_like_lists_of_values() {
+    fn built_in_list_items_come_without_their_type() {
         let registry = Registry::with_types(builtin::builtin_types());
         let rt = registry
             .lookup("discovery.k8s.io", "v1", "endpointslices")
             .unwrap();
         let objects = [
-            json!({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice", "metadata": {"name": "a\"\u{e9}", "labels": {"x": "y"}}, "endpoints": [{"addresses": ["10.0.0.1"]}], "n": 1.5}),
-            json!({"apiVersion": "discovery.k8s.io/v1beta1", "kind": "EndpointSlice", "metadata": {"name": "b"}}),
+            json!({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice", "metadata": {"name": "a\"\u{e9}"}, "n": 1.5}),
             json!({"metadata": {"name": "c"}}),
         ];
-        for count in 0..=objects.len() {
-            let stored: Vec<Stored> = objects[..count]
-                .iter()
-                .map(|o| Stored::new(o.clone()))
-                .collect();
-            let values: Vec<Arc<Value>> = stored.iter().map(|s| s.value.clone()).collect();
-            let expected = serde_json::to_vec(&List {
-                kind: rt.list_kind(),
-                api_version: rt.api_version(),
-                metadata: json!({"resourceVersion": "42"}),
-                items: values.iter().map(|o| present(&rt, o)).collect(),
-            })
-            .unwrap();
-            let body = stored_list_body(&rt, &stored, 42).unwrap();
-            assert_eq!(
-                String::from_utf8(body).unwrap(),
-                String::from_utf8(expected).unwrap()
-            );
-        }
+        let stored: Vec<Stored> = objects.iter().map(|o| Stored::new(o.clone())).collect();
+        let metadata = json!({"resourceVersion": "42"});
+        let list = decoded(list_body(&rt, &stored, &metadata));
+        assert_eq!(
+            list,
+            json!({"kind": "EndpointSliceList", "apiVersion": "discovery.k8s.io/v1", "metadata": {"resourceVersion": "42"}, "items": [
+                {"metadata": {"name": "a\"\u{e9}"}, "n": 1.5},
+                {"metadata": {"name": "c"}},
+            ]})
+        );
+        assert_eq!(decoded(list_body(&rt, &[], &metadata))["items"], json!([]));
+    }
+
+    #[test]
+    fn custom_resource_list_items_keep_their_type_at_the_served_version() {
+        let registry = Registry::with_types(builtin::builtin_types());
+        let mut rt = (*registry.lookup("", "v1", "configmaps").unwrap()).clone();
+        (rt.group, rt.version, rt.kind) = ("example.com".into(), "v2".into(), "Widget".into());
+        rt.defined_by = Some("widgets.example.com".into());
+        let stored = [Stored::new(
+            json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}}),
+        )];
+        let list = decoded(list_body(
+            &rt,
+            &stored,
+            &json!({"resourceVersion": "1", "continue": ""}),
+        ));
+        assert_eq!(
+            list["items"],
+            json!([{"apiVersion": "example.com/v2", "kind": "Widget", "metadata": {"name": "w"}}])
+        );
     }
 }

@@ -1,6 +1,7 @@
 //! The write verbs create (POST) and update (PUT), and the commit steps every write shares:
-//! storing or removing the result, finishing deletions whose finalizers are gone, and keeping
-//! the served types in step with CustomResourceDefinitions.
+//! field tracking (`managedFields`, [`crate::fields`]), storing or removing the result,
+//! finishing deletions whose finalizers are gone, and keeping the served types in step with
+//! CustomResourceDefinitions.
 
 use std::sync::Arc;
 
@@ -9,10 +10,14 @@ use axum::response::Response;
 use serde_json::Value;
 
 use super::body;
+use super::params::Params;
+use super::request_info::Attributes;
 use super::respond;
 use super::target::Target;
 use crate::app::App;
 use crate::crd;
+use crate::fields::{self, Options, Tracking};
+use crate::kinds;
 use crate::lifecycle;
 use crate::object;
 use crate::registry::{ResourceType, Special};
@@ -23,11 +28,13 @@ use crate::types;
 pub fn create(
     app: &App,
     target: &Target,
+    params: &Params,
     headers: &HeaderMap,
     body: &[u8],
 ) -> Result<Response, ApiError> {
+    let tracking = update_tracking(Options::Create, params, headers)?;
     let obj = body::decode_object(headers, body)?;
-    let stored = create_locked(&mut app.write(), target, obj)?;
+    let stored = create_locked(&mut app.write(), target, &tracking, obj)?;
     Ok(respond::object_response(
         StatusCode::CREATED,
         &target.rt,
@@ -38,11 +45,23 @@ pub fn create(
 pub fn update(
     app: &App,
     target: &Target,
+    params: &Params,
     headers: &HeaderMap,
     body: &[u8],
 ) -> Result<Response, ApiError> {
+    let tracking = update_tracking(Options::Update, params, headers)?;
     let candidate = body::decode_object(headers, body)?;
-    let stored = update_locked(&mut app.write(), target, |_| Ok(candidate))?;
+    let mut store = app.write();
+    if creates_on_update(&store, target) {
+        let candidate = kinds::named(candidate, target.name_or_empty())?;
+        let stored = create_through_write(app, &mut store, target, &tracking, candidate)?;
+        return Ok(respond::object_response(
+            StatusCode::CREATED,
+            &target.rt,
+            &stored,
+        ));
+    }
+    let stored = update_locked(&mut store, target, &tracking, |_| Ok(candidate))?;
     Ok(respond::object_response(
         StatusCode::OK,
         &target.rt,
@@ -50,18 +69,105 @@ pub fn update(
     ))
 }
 
-/// Creates `obj` in the target collection (the store lock is held by the caller).
+/// The field tracking of a create, update or non-apply patch: who the write is recorded for
+/// (the `fieldManager` option, else the User-Agent), or 422 when the options are invalid.
+pub fn update_tracking(
+    options: Options,
+    params: &Params,
+    headers: &HeaderMap,
+) -> Result<Tracking, ApiError> {
+    let user_agent = headers
+        .get(axum::http::header::USER_AGENT)
+        .and_then(|v| v.to_str().ok());
+    let manager = fields::manager(
+        options,
+        params.get("fieldManager"),
+        params.get("force"),
+        user_agent,
+    )?;
+    Ok(Tracking::Update(manager))
+}
+
+/// Whether a PUT creates the missing object it addresses (`AllowCreateOnUpdate`).
+fn creates_on_update(store: &Store, target: &Target) -> bool {
+    let gr = target.rt.group_resource();
+    target.part == lifecycle::Part::Main
+        && kinds::allows_create_on_update(&target.rt)
+        && store
+            .get(&gr, target.key_namespace(), target.name_or_empty())
+            .is_none()
+}
+
+/// What decoding a body (or computing a patched object) does for `rt`, before any other step
+/// looks at it: the scheme's defaults of built-in types, then the pruning and defaulting of a
+/// custom resource against its schema.
+fn decode(store: &Store, rt: &ResourceType, obj: &mut Value) {
+    types::decode_defaults(rt, obj);
+    kinds::decode(store, rt, obj);
+}
+
+/// Creates `obj` in the target collection (the store lock is held by the caller). The steps, in
+/// the apiserver's order: decoding (an apply's merged object is defaulted here too), field
+/// tracking, the generic metadata (`lifecycle`), admission, the type's strategy (built-in types
+/// in `types`, Events, Leases and custom resources in `kinds`), and the storage layer's own
+/// refusal of a resourceVersion. Nothing the server sets after tracking is owned by anyone.
 pub fn create_locked(
     store: &mut Store,
     target: &Target,
-    mut obj: Value,
+    tracking: &Tracking,
+    obj: Value,
 ) -> Result<Arc<Value>, ApiError> {
+    let obj = admit_create_locked(store, target, tracking, obj)?;
+    store_created(store, target, obj)
+}
+
+/// A create made by an update (a PUT of a missing Lease or Event) or a server-side apply: as
+/// [`create_locked`], with the extra authorization check the apiserver's update and patch
+/// handlers make once the new object is validated (`withAuthorization` around
+/// `createValidation`): `create` on the resource, recorded in the request log.
+pub fn create_through_write(
+    app: &App,
+    store: &mut Store,
+    target: &Target,
+    tracking: &Tracking,
+    obj: Value,
+) -> Result<Arc<Value>, ApiError> {
+    let obj = admit_create_locked(store, target, tracking, obj)?;
+    app.requests.record(Attributes::create_check(target));
+    store_created(store, target, obj)
+}
+
+/// The steps of [`create_locked`] up to the validated object in its stored form.
+fn admit_create_locked(
+    store: &mut Store,
+    target: &Target,
+    tracking: &Tracking,
+    mut obj: Value,
+) -> Result<Value, ApiError> {
     let rt = &target.rt;
-    types::decode_defaults(rt, &mut obj);
+    let now = object::now();
+    decode(store, rt, &mut obj);
+    let context = fields::context(store, rt);
+    let managed = fields::track(
+        context.as_ref(),
+        target.part,
+        tracking,
+        None,
+        &mut obj,
+        &now,
+    );
     let requested_name = object::name(&obj).to_owned();
-    let mut obj = lifecycle::prepare_create(rt, target.namespace.as_deref(), obj, &object::now())?;
+    let mut obj = lifecycle::prepare_create(rt, target.namespace.as_deref(), obj, &now)?;
     types::admit_create(store, rt, target.key_namespace(), &requested_name)?;
     types::prepare_create(store, rt, &mut obj)?;
+    let mut obj = kinds::admit_create(store, rt, obj)?;
+    fields::record(None, &mut obj, managed);
+    Ok(obj)
+}
+
+/// The storage layer's create: refused when the object has a resourceVersion or exists.
+fn store_created(store: &mut Store, target: &Target, obj: Value) -> Result<Arc<Value>, ApiError> {
+    let rt = &target.rt;
     if !object::resource_version(&obj).is_empty() {
         // Refused by the storage layer, as a plain error (500 without a reason).
         return Err(ApiError::internal_unclassified(
@@ -81,30 +187,50 @@ pub fn create_locked(
 }
 
 /// Updates the target object with the candidate `make_candidate` builds from the live object
-/// (the store lock is held by the caller).
+/// (the store lock is held by the caller). The steps as in [`create_locked`]: decoding, field
+/// tracking (of the candidate over the live object, both as the request's version shows them),
+/// the update checks and admission, the generic merge, the type's strategy; the entries are
+/// stored last, so that a write changing nothing stays a no-op.
 pub fn update_locked(
     store: &mut Store,
     target: &Target,
+    tracking: &Tracking,
     make_candidate: impl FnOnce(&Value) -> Result<Value, ApiError>,
 ) -> Result<Arc<Value>, ApiError> {
     let gr = target.rt.group_resource();
     let name = target.name_or_empty();
+    let rt = &target.rt;
     let Some(current) = store.get(&gr, target.key_namespace(), name) else {
         // A write that would create is admitted as a create before it is refused.
-        types::admit_create(store, &target.rt, target.key_namespace(), name)?;
+        types::admit_create(store, rt, target.key_namespace(), name)?;
         return Err(ApiError::not_found(&gr, name));
     };
-    let mut candidate = make_candidate(&current)?;
-    types::decode_defaults(&target.rt, &mut candidate);
-    types::admit_update(store, &target.rt, target.key_namespace())?;
-    let mut result =
-        lifecycle::merge_update(&target.rt, &current, candidate, target.part, &object::now())?;
-    types::prepare_update(store, &target.rt, &current, &mut result, target.part)?;
-    Ok(commit(store, &target.rt, &current, result))
+    let shown = respond::present(rt, &current);
+    let mut candidate = make_candidate(&shown)?;
+    decode(store, rt, &mut candidate);
+    let now = object::now();
+    let context = fields::context(store, rt);
+    let managed = fields::track(
+        context.as_ref(),
+        target.part,
+        tracking,
+        Some(&shown),
+        &mut candidate,
+        &now,
+    );
+    kinds::check_unconditional_update(rt, &candidate)?;
+    types::admit_update(store, rt, target.key_namespace())?;
+    let mut result = lifecycle::merge_update(rt, &shown, candidate, target.part)?;
+    types::prepare_update(store, rt, &current, &mut result, target.part)?;
+    let mut result = kinds::admit_update(store, rt, &current, result, target.part)?;
+    fields::record(Some(&current), &mut result, managed);
+    Ok(commit(store, rt, &current, result))
 }
 
-/// Stores `result` over `current`: nothing when unchanged, removal when a deletion's last
-/// finalizer is gone, else a modification.
+/// Stores `result` over `current`: nothing when unchanged, removal when nothing holds a deletion
+/// any more (`types::held_by_finalizers`: `metadata.finalizers`, or a Namespace's
+/// `spec.finalizers`), answered with `result` at its last resourceVersion as the apiserver
+/// answers such an update; else a modification.
 pub fn commit(
     store: &mut Store,
     rt: &ResourceType,
@@ -116,7 +242,10 @@ pub fn commit(
     }
     let gr = rt.group_resource();
     if object::is_deleting(&result) && !types::held_by_finalizers(rt, &result) {
-        return remove(store, rt, &result);
+        // The update's result, at the resourceVersion it was made from, is the answer
+        // (`deleteWithoutFinalizers` returns the object of the request).
+        remove(store, rt, &result);
+        return Arc::new(result);
     }
     let stored = store.put(&gr, result);
     sync_served_types(store, rt, &stored, false);
@@ -134,27 +263,7 @@ pub fn remove(store: &mut Store, rt: &ResourceType, obj: &Value) -> Arc<Value> {
 
 /// After a write of a CustomResourceDefinition: serve (or stop serving) what it defines.
 fn sync_served_types(store: &mut Store, rt: &ResourceType, obj: &Value, removed: bool) {
-    if rt.special != Special::CustomResourceDefinition {
-        return;
+    if rt.special == Special::CustomResourceDefinition {
+        crd::sync(store, obj, removed);
     }
-    let name = object::name(obj);
-    if removed {
-        let dropped = store.registry.undefine(name);
-        for gone in dropped.iter().map(|t| t.group_resource()) {
-            if !store.registry.all().any(|t| t.group_resource() == gone) {
-                store.drop_resource(&gone);
-            }
-        }
-        return;
-    }
-    let types = crd::resource_types(obj).unwrap_or_default();
-    for served in &types {
-        store.ensure_resource(&served.group_resource());
-    }
-    tracing::info!(
-        crd = name,
-        versions = types.len(),
-        "serving custom resource"
-    );
-    store.registry.define(name, types);
 }

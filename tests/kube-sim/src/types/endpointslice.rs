@@ -175,7 +175,7 @@ fn fqdn(path: &str, value: &str) -> ErrorList {
     let name = value.strip_suffix('.').unwrap_or(value);
     let problems = names::dns1123_subdomain(name);
     if !problems.is_empty() {
-        return vec![FieldError::invalid(path, name, &problems.join(","))];
+        return vec![FieldError::invalid(path, name, problems.join(","))];
     }
     if name.split('.').count() < 2 {
         return vec![FieldError::invalid(
@@ -187,7 +187,7 @@ fn fqdn(path: &str, value: &str) -> ErrorList {
     for label in name.split('.') {
         let problems = names::dns1123_label(label);
         if !problems.is_empty() {
-            return vec![FieldError::invalid(path, label, &problems.join(","))];
+            return vec![FieldError::invalid(path, label, problems.join(","))];
         }
     }
     ErrorList::new()

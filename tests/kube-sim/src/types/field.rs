@@ -1,7 +1,8 @@
 //! Field errors as apimachinery's `k8s.io/apimachinery/pkg/util/validation/field` makes them
 //! (`field.Required`, `field.Invalid`, ...) and their rendering as a 422 `Invalid` Status the
 //! way `apierrors.NewInvalid` does: one cause per error, the message aggregating the distinct
-//! errors (`Kind "name" is invalid: [a, b]`).
+//! errors (`Kind "name" is invalid: [a, b]`). Every type's validation (built-in types, Events,
+//! Leases, custom resources) reports through this module.
 
 use std::collections::BTreeSet;
 
@@ -14,6 +15,8 @@ use crate::status::ApiError;
 pub enum ErrorType {
     Required,
     Invalid,
+    /// `field.TypeInvalid`: worded like Invalid, with its own reason.
+    TypeInvalid,
     NotSupported,
     Duplicate,
     Forbidden,
@@ -26,7 +29,7 @@ impl ErrorType {
     fn text(self) -> &'static str {
         match self {
             Self::Required => "Required value",
-            Self::Invalid => "Invalid value",
+            Self::Invalid | Self::TypeInvalid => "Invalid value",
             Self::NotSupported => "Unsupported value",
             Self::Duplicate => "Duplicate value",
             Self::Forbidden => "Forbidden",
@@ -40,6 +43,7 @@ impl ErrorType {
         match self {
             Self::Required => "FieldValueRequired",
             Self::Invalid => "FieldValueInvalid",
+            Self::TypeInvalid => "FieldValueTypeInvalid",
             Self::NotSupported => "FieldValueNotSupported",
             Self::Duplicate => "FieldValueDuplicate",
             Self::Forbidden => "FieldValueForbidden",
@@ -68,49 +72,63 @@ pub struct FieldError {
 pub type ErrorList = Vec<FieldError>;
 
 impl FieldError {
-    fn new(kind: ErrorType, field: &str, value: Option<Value>, detail: &str) -> Self {
+    fn make(kind: ErrorType, field: &str, value: Option<Value>, detail: impl Into<String>) -> Self {
         Self {
             kind,
             field: field.to_owned(),
             value,
-            detail: detail.to_owned(),
+            detail: detail.into(),
         }
     }
 
-    pub fn required(field: &str, detail: &str) -> Self {
-        Self::new(ErrorType::Required, field, None, detail)
+    /// An error of any kind about `value` (shown or not as the kind's wording says).
+    pub fn new(
+        kind: ErrorType,
+        field: &str,
+        value: impl Into<Value>,
+        detail: impl Into<String>,
+    ) -> Self {
+        Self::make(kind, field, Some(value.into()), detail)
     }
 
-    pub fn invalid(field: &str, value: impl Into<Value>, detail: &str) -> Self {
-        Self::new(ErrorType::Invalid, field, Some(value.into()), detail)
+    pub fn required(field: &str, detail: impl Into<String>) -> Self {
+        Self::make(ErrorType::Required, field, None, detail)
     }
 
-    pub fn forbidden(field: &str, detail: &str) -> Self {
-        Self::new(ErrorType::Forbidden, field, None, detail)
+    pub fn invalid(field: &str, value: impl Into<Value>, detail: impl Into<String>) -> Self {
+        Self::make(ErrorType::Invalid, field, Some(value.into()), detail)
+    }
+
+    pub fn forbidden(field: &str, detail: impl Into<String>) -> Self {
+        Self::make(ErrorType::Forbidden, field, None, detail)
     }
 
     pub fn duplicate(field: &str, value: impl Into<Value>) -> Self {
-        Self::new(ErrorType::Duplicate, field, Some(value.into()), "")
+        Self::make(ErrorType::Duplicate, field, Some(value.into()), "")
     }
 
     /// `field.NotSupported`: the supported values are listed quoted, in the given order.
-    pub fn not_supported(field: &str, value: impl Into<Value>, supported: &[&str]) -> Self {
-        let list: Vec<String> = supported.iter().map(|s| go_quote(s)).collect();
+    pub fn not_supported(
+        field: &str,
+        value: impl Into<Value>,
+        supported: &[impl AsRef<str>],
+    ) -> Self {
+        let list: Vec<String> = supported.iter().map(|s| go_quote(s.as_ref())).collect();
         let detail = format!("supported values: {}", list.join(", "));
-        Self::new(ErrorType::NotSupported, field, Some(value.into()), &detail)
+        Self::make(ErrorType::NotSupported, field, Some(value.into()), detail)
     }
 
     /// `field.TooMany`: more than `max` items.
     pub fn too_many(field: &str, actual: usize, max: usize) -> Self {
         let items = if max == 1 { "item" } else { "items" };
         let detail = format!("must have at most {max} {items}");
-        Self::new(ErrorType::TooMany, field, Some(json!(actual)), &detail)
+        Self::make(ErrorType::TooMany, field, Some(json!(actual)), detail)
     }
 
     /// `field.TooLong` without the value: longer than `max` bytes.
     pub fn too_long(field: &str, max: usize) -> Self {
         let detail = format!("may not be more than {max} bytes");
-        Self::new(ErrorType::TooLong, field, None, &detail)
+        Self::make(ErrorType::TooLong, field, None, detail)
     }
 
     /// The error without its field (`ErrorBody`), e.g. `Invalid value: "x": detail`.
@@ -206,6 +224,25 @@ pub fn invalid(group: &str, kind: &str, name: &str, errors: &[FieldError]) -> Op
     ))
 }
 
+/// `Err` with the 422 answer for `errors` (see [`invalid`]), `Ok` when there are none.
+pub fn refuse(group: &str, kind: &str, name: &str, errors: &[FieldError]) -> Result<(), ApiError> {
+    invalid(group, kind, name, errors).map_or(Ok(()), Err)
+}
+
+/// A child path (`field.Path.Child`): `parent.child`, or `child` at the root.
+pub fn child(parent: &str, name: &str) -> String {
+    if parent.is_empty() {
+        name.to_owned()
+    } else {
+        format!("{parent}.{name}")
+    }
+}
+
+/// An element path (`field.Path.Index`): `parent[index]`.
+pub fn index(parent: &str, index: usize) -> String {
+    format!("{parent}[{index}]")
+}
+
 /// The distinct messages of `errors`, one alone or several as `[a, b]` (`ToAggregate`).
 fn aggregate(errors: &[FieldError]) -> String {
     let mut seen = BTreeSet::new();
@@ -275,6 +312,30 @@ mod tests {
         assert_eq!(details["group"], "discovery.k8s.io");
         assert_eq!(details["causes"].as_array().unwrap().len(), 3);
         assert!(invalid("", "Service", "web", &[]).is_none());
+        assert!(refuse("", "Service", "web", &[]).is_ok());
+    }
+
+    #[test]
+    fn type_errors_are_worded_as_invalid_with_their_own_reason() {
+        let error = FieldError::new(
+            ErrorType::TypeInvalid,
+            &child("spec", "types"),
+            "string",
+            "spec.types in body must be of type array: \"string\"",
+        );
+        assert_eq!(
+            error.message(),
+            "spec.types: Invalid value: \"string\": spec.types in body must be of type array: \"string\""
+        );
+        let status = refuse("example.com", "Widget", "w", &[error])
+            .unwrap_err()
+            .to_status();
+        assert_eq!(
+            status["details"]["causes"][0]["reason"],
+            "FieldValueTypeInvalid"
+        );
+        assert_eq!(index("spec.ports", 2), "spec.ports[2]");
+        assert_eq!(child("", "spec"), "spec");
     }
 
     #[test]

@@ -1,16 +1,14 @@
 //! `ObjectMeta` validation as apimachinery's `ValidateObjectMetaAccessor` and
 //! `ValidateObjectMetaAccessorUpdate` do it (`k8s.io/apimachinery/pkg/api/validation`), with
-//! the extra finalizer rule of the core types (`pkg/apis/core/validation.ValidateObjectMeta`)
-//! and the finalizer warnings custom resources get (`WarningsOnCreate` / `WarningsOnUpdate`).
-//! Usable by any type: built-in ones pass their name rule, custom resources use
-//! [`NameRule::Subdomain`] and [`finalizer_warnings`].
-
-use std::collections::BTreeSet;
+//! the extra finalizer rule of the core types (`pkg/apis/core/validation.ValidateObjectMeta`);
+//! the finalizer rules themselves are in `types::finalizers`. Usable by any type: built-in
+//! ones pass their name rule, custom resources use [`NameRule::Subdomain`], and the generic
+//! pass of every update (`rest.BeforeUpdate`) [`NameRule::PathSegment`].
 
 use serde_json::{Map, Value};
 
 use super::field::{ErrorList, FieldError};
-use super::names;
+use super::{finalizers, names};
 use crate::object;
 
 /// How a type's `metadata.name` is validated.
@@ -23,6 +21,9 @@ pub enum NameRule {
     /// `NameIsDNS1035Label` (no type kube-sim serves uses it today).
     #[allow(dead_code)]
     Dns1035Label,
+    /// `path.ValidatePathSegmentName`: the generic checks of `rest.BeforeCreate` and
+    /// `rest.BeforeUpdate`, whatever the type.
+    PathSegment,
 }
 
 impl NameRule {
@@ -37,15 +38,13 @@ impl NameRule {
             Self::Subdomain => names::dns1123_subdomain(&name),
             Self::Label => names::dns1123_label(&name),
             Self::Dns1035Label => names::dns1035_label(&name),
+            Self::PathSegment => names::path_segment_name(&name),
         }
     }
 }
 
 /// The total size all annotations of an object may have (`TotalAnnotationSizeLimitB`).
 const ANNOTATIONS_LIMIT: usize = 256 * 1024;
-
-/// Finalizers core types accept without a domain (`IsStandardFinalizerName`).
-const STANDARD_FINALIZERS: [&str; 3] = ["kubernetes", "orphan", "foregroundDeletion"];
 
 /// `ValidateObjectMeta` of a new object. `core`: the core types' finalizer rule (unqualified
 /// names must be standard ones).
@@ -74,7 +73,7 @@ pub fn validate(obj: &Value, rule: NameRule, namespaced: bool, core: bool) -> Er
         }
     }
     errors.extend(namespace_errors(object::namespace(obj), namespaced));
-    errors.extend(common(meta, core));
+    errors.extend(common(obj, core));
     errors
 }
 
@@ -108,11 +107,12 @@ fn namespace_errors(namespace: &str, namespaced: bool) -> ErrorList {
         .collect()
 }
 
-/// Labels, annotations and finalizers: what create and update both check.
-fn common(meta: &Value, core: bool) -> ErrorList {
+/// Labels, annotations and finalizers of `obj`: what create and update both check.
+fn common(obj: &Value, core: bool) -> ErrorList {
+    let meta = &obj["metadata"];
     let mut errors = labels(meta["labels"].as_object());
     errors.extend(annotations(meta["annotations"].as_object()));
-    errors.extend(finalizers(meta["finalizers"].as_array(), core));
+    errors.extend(finalizers::validate(obj, core));
     errors
 }
 
@@ -158,54 +158,13 @@ fn annotations(annotations: Option<&Map<String, Value>>) -> ErrorList {
     errors
 }
 
-/// `ValidateFinalizers` (qualified names, not both orphan and foregroundDeletion), plus for
-/// core types `validateKubeFinalizerName`.
-fn finalizers(finalizers: Option<&Vec<Value>>, core: bool) -> ErrorList {
-    let list: Vec<&str> = finalizers
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .collect();
-    let mut errors = ErrorList::new();
-    for finalizer in &list {
-        for problem in names::qualified_name(finalizer) {
-            errors.push(FieldError::invalid(
-                "metadata.finalizers",
-                *finalizer,
-                &problem,
-            ));
-        }
-    }
-    if list.contains(&"orphan") && list.contains(&"foregroundDeletion") {
-        errors.push(FieldError::invalid(
-            "metadata.finalizers",
-            Value::from(list.clone()),
-            "finalizer orphan and foregroundDeletion cannot be both set",
-        ));
-    }
-    if core {
-        for (i, finalizer) in list.iter().enumerate() {
-            if !finalizer.contains('/') && !STANDARD_FINALIZERS.contains(finalizer) {
-                errors.push(FieldError::invalid(
-                    &format!("metadata.finalizers[{i}]"),
-                    *finalizer,
-                    "name is neither a standard finalizer name nor is it fully qualified",
-                ));
-            }
-        }
-    }
-    errors
-}
-
 /// `ValidateObjectMetaUpdate`: no new finalizers while deleting, server-set fields immutable,
 /// labels and annotations valid. (The resourceVersion a conditional update needs is checked
 /// where the update is merged.)
 pub fn validate_update(new: &Value, old: &Value, core: bool) -> ErrorList {
     let (new_meta, old_meta) = (&new["metadata"], &old["metadata"]);
     let mut errors = ErrorList::new();
-    if object::is_deleting(old) {
-        errors.extend(no_new_finalizers(new_meta, old_meta));
-    }
+    errors.extend(finalizers::no_new_while_deleting(new, old));
     for field in [
         "name",
         "namespace",
@@ -223,53 +182,8 @@ pub fn validate_update(new: &Value, old: &Value, core: bool) -> ErrorList {
             ));
         }
     }
-    errors.extend(common(new_meta, core));
+    errors.extend(common(new, core));
     errors
-}
-
-fn finalizer_set(meta: &Value) -> BTreeSet<&str> {
-    meta["finalizers"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .collect()
-}
-
-/// `ValidateNoNewFinalizers`.
-fn no_new_finalizers(new_meta: &Value, old_meta: &Value) -> ErrorList {
-    let old = finalizer_set(old_meta);
-    let added: Vec<String> = finalizer_set(new_meta)
-        .difference(&old)
-        .map(|f| format!("{f:?}"))
-        .collect();
-    if added.is_empty() {
-        return ErrorList::new();
-    }
-    let detail = format!(
-        "no new finalizers can be added if the object is being deleted, found new finalizers []string{{{}}}",
-        added.join(", ")
-    );
-    vec![FieldError::forbidden("metadata.finalizers", &detail)]
-}
-
-/// The warnings a custom resource write gets for each finalizer it adds (all of them on
-/// create, `old` None) that is neither domain-qualified nor standard.
-pub fn finalizer_warnings(new: &Value, old: Option<&Value>) -> Vec<String> {
-    let before = old
-        .map(|o| finalizer_set(&o["metadata"]))
-        .unwrap_or_default();
-    finalizer_set(&new["metadata"])
-        .into_iter()
-        .filter(|f| !before.contains(f))
-        .filter(|f| !f.contains('/') && !STANDARD_FINALIZERS.contains(f))
-        .map(|f| {
-            format!(
-                "metadata.finalizers: {}: prefer a domain-qualified finalizer name to avoid accidental conflicts with other finalizer writers",
-                super::field::go_quote(f)
-            )
-        })
-        .collect()
 }
 
 #[cfg(test)]
@@ -316,25 +230,6 @@ mod tests {
                 "metadata.labels: Invalid value: \"{long}\": must be no more than 63 bytes"
             )]
         );
-    }
-
-    #[test]
-    fn core_types_refuse_unqualified_finalizers_custom_resources_get_a_warning() {
-        let obj = json!({"metadata": {"name": "a", "namespace": "n", "finalizers": ["kubernetes", "bad_finalizer", "x.io/y"]}});
-        assert_eq!(
-            messages(&validate(&obj, NameRule::Subdomain, true, true)),
-            vec![
-                "metadata.finalizers[1]: Invalid value: \"bad_finalizer\": name is neither a standard finalizer name nor is it fully qualified"
-            ]
-        );
-        assert!(validate(&obj, NameRule::Subdomain, true, false).is_empty());
-        assert_eq!(
-            finalizer_warnings(&obj, None),
-            vec![
-                "metadata.finalizers: \"bad_finalizer\": prefer a domain-qualified finalizer name to avoid accidental conflicts with other finalizer writers"
-            ]
-        );
-        assert!(finalizer_warnings(&obj, Some(&obj)).is_empty());
     }
 
     #[test]

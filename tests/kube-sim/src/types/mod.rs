@@ -8,10 +8,14 @@
 //! 3. the registry's strategy: [`prepare_create`] / [`prepare_update`] (`PrepareForCreate`,
 //!    allocations such as a Service's clusterIP, then `Validate` / `ValidateUpdate`).
 //!
-//! Each type lives in its own module; types without one are stored as sent.
+//! Each type lives in its own module. Events, Leases and custom resources have their strategies
+//! in `kinds` (and `crd`), which the write paths call right after these; the metadata and
+//! finalizer rules ([`meta`], [`finalizers`]) and the field errors ([`field`]) here serve them
+//! too.
 
 pub mod endpointslice;
 pub mod field;
+pub mod finalizers;
 pub mod ip;
 pub mod meta;
 pub mod names;
@@ -22,7 +26,7 @@ use serde_json::Value;
 
 use crate::lifecycle::Part;
 use crate::object;
-use crate::registry::{ResourceType, Special};
+use crate::registry::{GroupResource, ResourceType, Special};
 use crate::status::ApiError;
 use crate::store::Store;
 use field::ErrorList;
@@ -86,6 +90,13 @@ pub fn admit_update(store: &Store, rt: &ResourceType, namespace: &str) -> Result
     namespace::admit_update(store, rt, namespace)
 }
 
+/// The values the objects of `resource` must not share, which the store indexes
+/// ([`crate::value_index`]): a Service's cluster IPs and node ports.
+pub fn unique_values(resource: &GroupResource) -> Option<crate::value_index::Extract> {
+    (resource.group.is_empty() && resource.resource == "services")
+        .then_some(service::allocated_values as _)
+}
+
 /// Admission of a DELETE of the object `name`.
 pub fn admit_delete(rt: &ResourceType, name: &str) -> Result<(), ApiError> {
     namespace::admit_delete(rt, name)
@@ -111,10 +122,8 @@ pub fn prepare_create(store: &Store, rt: &ResourceType, obj: &mut Value) -> Resu
                 &meta::validate(obj, NameRule::Subdomain, true, true),
             )?;
         }
-        None => {
-            custom_resource_warnings(rt, obj, None);
-            return Ok(());
-        }
+        // Custom resources, Events, Leases: `kinds`.
+        None => return Ok(()),
     }
     refuse(rt, obj, &meta::validate_path_segment(obj))
 }
@@ -143,19 +152,8 @@ pub fn prepare_update(
             Ok(())
         }
         Some(Builtin::Plain) => refuse(rt, new, &meta::validate_update(new, old, true)),
-        None => {
-            custom_resource_warnings(rt, new, Some(old));
-            Ok(())
-        }
-    }
-}
-
-/// The finalizer warnings a custom resource write gets (`WarningsOnCreate/Update`).
-fn custom_resource_warnings(rt: &ResourceType, new: &Value, old: Option<&Value>) {
-    if rt.defined_by.is_some() {
-        meta::finalizer_warnings(new, old)
-            .into_iter()
-            .for_each(crate::warning::add);
+        // Custom resources, Events, Leases: `kinds`.
+        None => Ok(()),
     }
 }
 
@@ -180,7 +178,7 @@ pub fn seed(store: &mut Store, port: u16) {
         let body = serde_json::json!({"metadata": {"name": name}});
         seed_one(store, ("", "v1", "namespaces"), None, body, &now);
     }
-    let body = service::kubernetes(port);
+    let body = service::kubernetes(&store.service_cidr, port);
     seed_one(store, ("", "v1", "services"), Some("default"), body, &now);
 }
 
@@ -195,6 +193,7 @@ fn seed_one(
         return;
     };
     decode_defaults(&rt, &mut body);
+    crate::fields::record_server_create(store, &rt, &mut body, now);
     let created = crate::lifecycle::prepare_create(&rt, namespace, body, now)
         .and_then(|mut obj| prepare_create(store, &rt, &mut obj).map(|()| obj));
     match created {

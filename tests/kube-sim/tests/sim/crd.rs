@@ -67,7 +67,16 @@ async fn created_crds_are_established_and_serve_their_resource() {
     let sim = Sim::start().await;
     let client = sim.client().await;
     let created = create_crd(&client, &mcs_crd()).await;
-    let conditions = created.status.unwrap().conditions.unwrap();
+    // The create answers the CRD as stored, before its controllers accept the names.
+    let status = created.status.unwrap();
+    assert_eq!(status.conditions, None);
+    assert_eq!(status.stored_versions, Some(vec!["v1alpha1".to_owned()]));
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let established = crds
+        .get("multiclusterservices.networking.karmada.io")
+        .await
+        .unwrap();
+    let conditions = established.status.unwrap().conditions.unwrap();
     assert!(
         conditions
             .iter()
@@ -204,4 +213,117 @@ async fn invalid_crds_are_rejected() {
     wrong.metadata.name = Some("wrong.example.com".to_owned());
     let status = api_error(crds.create(&PostParams::default(), &wrong).await);
     assert_eq!((status.code, status.reason.as_str()), (422, "Invalid"));
+}
+
+/// The product's MultiClusterService CRD, as `policies/crds` ships it.
+fn product_mcs_crd() -> Value {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../policies/crds/networking.karmada.io_multiclusterservices.yaml");
+    serde_yaml::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+#[tokio::test]
+async fn custom_resources_are_pruned_validated_and_refuse_strategic_merge_patches() {
+    let sim = Sim::start().await;
+    let crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+    let created = sim
+        .request(
+            "POST",
+            crds,
+            "application/json",
+            &product_mcs_crd().to_string(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(created.status, 201, "{}", created.body);
+    let collection = "/apis/networking.karmada.io/v1alpha1/namespaces/default/multiclusterservices";
+    let bogus = json!({"apiVersion": "networking.karmada.io/v1alpha1", "kind": "MultiClusterService",
+        "metadata": {"name": "web"}, "spec": {"types": ["CrossCluster"], "bogus": 1}});
+    let reply = sim
+        .request("POST", collection, "application/json", &bogus.to_string())
+        .await
+        .unwrap();
+    assert_eq!(reply.status, 201, "{}", reply.body);
+    assert_eq!(reply.json()["spec"], json!({"types": ["CrossCluster"]}));
+    assert_eq!(
+        reply.header("warning"),
+        Some("299 - \"unknown field \\\"spec.bogus\\\"\"")
+    );
+    let wrong = json!({"metadata": {"name": "bad"}, "spec": {"types": "CrossCluster"}});
+    let reply = sim
+        .request("POST", collection, "application/json", &wrong.to_string())
+        .await
+        .unwrap();
+    assert_eq!(reply.status, 422, "{}", reply.body);
+    let smp = sim
+        .request(
+            "PATCH",
+            &format!("{collection}/web"),
+            "application/strategic-merge-patch+json",
+            "{}",
+        )
+        .await
+        .unwrap();
+    assert_eq!(smp.status, 415, "{}", smp.body);
+}
+
+#[tokio::test]
+async fn events_written_through_one_api_are_read_through_the_other() {
+    let sim = Sim::start().await;
+    let event = json!({
+        "apiVersion": "events.k8s.io/v1", "kind": "Event", "metadata": {"name": "web.1"},
+        "eventTime": "2026-01-01T00:00:00Z", "action": "Reconcile", "reason": "Synced", "note": "n",
+        "type": "Normal", "reportingController": "mcs-policy", "reportingInstance": "mcs-policy-0",
+        "regarding": {"kind": "MultiClusterService", "namespace": "default", "name": "web"},
+    });
+    let created = sim
+        .request(
+            "POST",
+            "/apis/events.k8s.io/v1/namespaces/default/events",
+            "application/json",
+            &event.to_string(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(created.status, 201, "{}", created.body);
+    assert_eq!(created.json()["eventTime"], "2026-01-01T00:00:00.000000Z");
+    let core = sim
+        .get("/api/v1/namespaces/default/events/web.1")
+        .await
+        .json();
+    assert_eq!(core["message"], "n");
+    assert_eq!(core["involvedObject"]["name"], "web");
+    assert_eq!(core["reportingComponent"], "mcs-policy");
+    assert_eq!(core["firstTimestamp"], Value::Null);
+    // Selected by the fields of each API, listed and watched in each API's form.
+    let collection = "/apis/events.k8s.io/v1/namespaces/default/events";
+    for (selector, count) in [
+        ("regarding.name=web,reportingController=mcs-policy", 1),
+        ("regarding.name=other", 0),
+    ] {
+        let list = sim
+            .get(&format!("{collection}?fieldSelector={selector}"))
+            .await;
+        assert_eq!(list.status, 200, "{}", list.body);
+        let items = list.json()["items"].as_array().unwrap().clone();
+        assert_eq!(items.len(), count, "{selector}: {}", list.body);
+        if let Some(item) = items.first() {
+            assert_eq!(item["regarding"]["name"], "web");
+            assert_eq!(item["note"], "n");
+        }
+    }
+    let core_list = sim
+        .get("/api/v1/namespaces/default/events?fieldSelector=involvedObject.name=web")
+        .await
+        .json();
+    assert_eq!(core_list["items"][0]["message"], "n");
+    let watch = sim
+        .get(&format!(
+            "{collection}?watch=1&fieldSelector=regarding.name=web&timeoutSeconds=1"
+        ))
+        .await;
+    let events = watch.events();
+    assert_eq!(events[0]["type"], "ADDED", "{}", watch.body);
+    assert_eq!(events[0]["object"]["apiVersion"], "events.k8s.io/v1");
+    assert_eq!(events[0]["object"]["regarding"]["name"], "web");
 }

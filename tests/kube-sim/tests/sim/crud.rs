@@ -123,12 +123,23 @@ async fn list_filters_by_label_and_field_selectors() {
         .list(&ListParams::default().limit(1))
         .await
         .unwrap();
-    assert_eq!(
-        paged.items.len(),
-        3,
-        "limit is ignored: one page holds everything"
-    );
-    assert!(paged.metadata.resource_version.is_some());
+    assert_eq!(names(paged.clone()), vec!["api"]);
+    assert_eq!(paged.metadata.remaining_item_count, Some(2));
+    let mut pages = vec![names(paged.clone())];
+    let mut token = paged.metadata.continue_;
+    while let Some(next) = token.filter(|t| !t.is_empty()) {
+        let page = services
+            .list(&ListParams::default().limit(1).continue_token(&next))
+            .await
+            .unwrap();
+        assert_eq!(
+            page.metadata.resource_version, paged.metadata.resource_version,
+            "every page shows the first page's state"
+        );
+        token = page.metadata.continue_.clone();
+        pages.push(names(page));
+    }
+    assert_eq!(pages, vec![vec!["api"], vec!["db"], vec!["web"]]);
 }
 
 #[tokio::test]
@@ -252,7 +263,26 @@ async fn delete_with_finalizers_waits_until_they_are_removed() {
 #[tokio::test]
 async fn delete_without_finalizers_removes_at_once_and_missing_objects_are_not_found() {
     let sim = Sim::start().await;
-    let services: Api<Service> = Api::namespaced(sim.client().await, "default");
+    let client = sim.client().await;
+    let slices: Api<EndpointSlice> = Api::namespaced(client.clone(), "default");
+    slices
+        .create(&PostParams::default(), &endpoint_slice("web-1", "web"))
+        .await
+        .unwrap();
+    let deleted = slices
+        .delete("web-1", &DeleteParams::default())
+        .await
+        .unwrap();
+    let status = deleted
+        .right()
+        .expect("an EndpointSlice deletion answers with a Status");
+    assert_eq!(status.details.unwrap().name, "web-1");
+    assert!(slices.get_opt("web-1").await.unwrap().is_none());
+    let status = api_error(slices.delete("web-1", &DeleteParams::default()).await);
+    assert_eq!(status.code, 404);
+
+    // The Service registry returns the deleted object instead (ReturnDeletedObject).
+    let services: Api<Service> = Api::namespaced(client, "default");
     services
         .create(&PostParams::default(), &service("web", json!({})))
         .await
@@ -261,13 +291,14 @@ async fn delete_without_finalizers_removes_at_once_and_missing_objects_are_not_f
         .delete("web", &DeleteParams::default())
         .await
         .unwrap();
-    let status = deleted
-        .right()
-        .expect("immediate deletion answers with a Status");
-    assert_eq!(status.details.unwrap().name, "web");
+    let last = deleted
+        .left()
+        .expect("a Service deletion answers with the object");
+    assert!(
+        last.metadata.deletion_timestamp.is_none(),
+        "removed, not pending"
+    );
     assert!(services.get_opt("web").await.unwrap().is_none());
-    let status = api_error(services.delete("web", &DeleteParams::default()).await);
-    assert_eq!(status.code, 404);
 }
 
 #[tokio::test]
@@ -303,7 +334,8 @@ async fn leases_and_namespaces_round_trip() {
         .await
         .unwrap();
     assert_eq!(replaced.spec.unwrap().holder_identity.as_deref(), Some("b"));
-    assert_eq!(replaced.metadata.generation, Some(2));
+    // Leases have no generation.
+    assert_eq!(replaced.metadata.generation, None);
 }
 
 #[tokio::test]
@@ -367,7 +399,11 @@ async fn every_builtin_resource_accepts_create_get_and_delete() {
         ),
         (
             "/apis/events.k8s.io/v1/namespaces/default/events",
-            json!({"apiVersion": "events.k8s.io/v1", "kind": "Event", "reason": "Tested"}),
+            json!({
+                "apiVersion": "events.k8s.io/v1", "kind": "Event", "reason": "Tested",
+                "type": "Normal", "action": "Test", "eventTime": "2024-01-01T00:00:00.000000Z",
+                "reportingController": "kube-sim/tests", "reportingInstance": "tests-0",
+            }),
         ),
     ];
     for (collection, mut body) in resources {
@@ -398,4 +434,28 @@ async fn every_builtin_resource_accepts_create_get_and_delete() {
             assert_eq!(after.status, 404, "{collection}");
         }
     }
+}
+
+#[tokio::test]
+async fn a_put_creates_a_missing_lease_but_updates_need_a_resource_version() {
+    let sim = Sim::start().await;
+    let path = "/apis/coordination.k8s.io/v1/namespaces/default/leases/leader";
+    let lease = json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "leader"}, "spec": {"holderIdentity": "a", "leaseDurationSeconds": 15, "renewTime": "2026-01-01T00:00:00Z"}});
+    let created = sim
+        .request("PUT", path, "application/json", &lease.to_string())
+        .await
+        .unwrap();
+    assert_eq!(created.status, 201, "{}", created.body);
+    let created = created.json();
+    assert_eq!(created["spec"]["renewTime"], "2026-01-01T00:00:00.000000Z");
+    assert!(created["metadata"].get("generation").is_none());
+    let again = sim
+        .request("PUT", path, "application/json", &lease.to_string())
+        .await
+        .unwrap();
+    assert_eq!(again.status, 422, "{}", again.body);
+    assert_eq!(
+        again.json()["message"],
+        "leases.coordination.k8s.io \"leader\" is invalid: metadata.resourceVersion: Invalid value: 0: must be specified for an update"
+    );
 }

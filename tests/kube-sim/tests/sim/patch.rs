@@ -79,7 +79,7 @@ async fn merge_patch_with_stale_resource_version_is_conflict() {
 }
 
 #[tokio::test]
-async fn server_side_apply_creates_then_merges_into_the_live_object() {
+async fn server_side_apply_creates_then_merges_by_field_ownership() {
     let sim = Sim::start().await;
     let slices: Api<EndpointSlice> = Api::namespaced(sim.client().await, "default");
     let params = PatchParams::apply("mgr").force();
@@ -92,6 +92,20 @@ async fn server_side_apply_creates_then_merges_into_the_live_object() {
         .await
         .unwrap();
     assert_eq!(applied.metadata.generation, Some(1));
+    let managed = applied.metadata.managed_fields.clone().unwrap();
+    assert_eq!(managed.len(), 1);
+    assert_eq!(
+        (
+            managed[0].manager.as_deref(),
+            managed[0].operation.as_deref()
+        ),
+        (Some("mgr"), Some("Apply"))
+    );
+    let other = json!({"metadata": {"labels": {"other": "kept"}}});
+    slices
+        .patch("web-1", &PatchParams::default(), &Patch::Merge(&other))
+        .await
+        .unwrap();
     let update = json!({
         "apiVersion": "discovery.k8s.io/v1",
         "kind": "EndpointSlice",
@@ -105,19 +119,17 @@ async fn server_side_apply_creates_then_merges_into_the_live_object() {
         .unwrap();
     let labels = merged.metadata.labels.clone().unwrap();
     assert_eq!(
-        labels["kubernetes.io/service-name"], "web",
-        "maps are merged"
+        labels.keys().map(String::as_str).collect::<Vec<_>>(),
+        ["extra", "other"],
+        "the label mgr stopped applying is gone, another manager's stays"
     );
-    assert_eq!(labels["extra"], "yes");
     let endpoints = merged.endpoints.clone().unwrap_or_default();
-    assert_eq!(endpoints.len(), 1, "lists are replaced");
+    assert_eq!(endpoints.len(), 1, "atomic lists are replaced");
     assert_eq!(endpoints[0].addresses, vec!["10.0.0.2"]);
     assert_eq!(
-        merged.ports.as_ref().map(Vec::len),
-        Some(1),
-        "fields not applied are kept"
+        merged.ports, None,
+        "ports mgr no longer applies are removed"
     );
-    assert_eq!(merged.metadata.generation, Some(2));
     let again = slices
         .patch("web-1", &params, &Patch::Apply(&update))
         .await
@@ -129,7 +141,47 @@ async fn server_side_apply_creates_then_merges_into_the_live_object() {
 }
 
 #[tokio::test]
-async fn apply_without_field_manager_is_a_bad_request() {
+async fn applying_a_field_another_manager_owns_conflicts_unless_forced() {
+    let sim = Sim::start().await;
+    let slices: Api<EndpointSlice> = Api::namespaced(sim.client().await, "default");
+    let first = PatchParams::apply("first");
+    slices
+        .patch(
+            "web-1",
+            &first,
+            &Patch::Apply(endpoint_slice("web-1", "web")),
+        )
+        .await
+        .unwrap();
+    let ports = json!({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+        "metadata": {"name": "web-1"}, "addressType": "IPv4", "ports": [{"port": 9090}]});
+    let status = api_error(
+        slices
+            .patch(
+                "web-1",
+                &PatchParams::apply("second"),
+                &Patch::Apply(&ports),
+            )
+            .await,
+    );
+    assert_eq!((status.code, status.reason.as_str()), (409, "Conflict"));
+    assert_eq!(
+        status.message,
+        "Apply failed with 1 conflict: conflict with \"first\": .ports"
+    );
+    let forced = slices
+        .patch(
+            "web-1",
+            &PatchParams::apply("second").force(),
+            &Patch::Apply(&ports),
+        )
+        .await
+        .unwrap();
+    assert_eq!(forced.ports.unwrap()[0].port, Some(9090));
+}
+
+#[tokio::test]
+async fn apply_without_field_manager_is_invalid() {
     let sim = Sim::start().await;
     let body =
         json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}}).to_string();
@@ -138,14 +190,14 @@ async fn apply_without_field_manager_is_a_bad_request() {
         .request("PATCH", path, "application/apply-patch+yaml", &body)
         .await
         .unwrap();
-    assert_eq!(reply.status, 400);
-    assert_eq!(reply.json()["reason"], "BadRequest");
+    assert_eq!(reply.status, 422);
+    assert_eq!(reply.json()["details"]["kind"], "PatchOptions");
     let reply = sim
         .request(
             "PATCH",
             &format!("{path}?fieldManager=me"),
             "application/apply-patch+yaml",
-            "apiVersion: v1\nkind: ConfigMap\ndata: {k: v}\n",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata: {k: v}\n",
         )
         .await
         .unwrap();
@@ -265,4 +317,55 @@ async fn unchanged_updates_keep_the_resource_version() {
         patched.metadata.resource_version,
         created.metadata.resource_version
     );
+}
+
+#[tokio::test]
+async fn merge_patches_giving_a_field_the_wrong_type_are_refused_as_go_decodes_them() {
+    let sim = Sim::start().await;
+    let client = sim.client().await;
+    let slices: Api<EndpointSlice> = Api::namespaced(client, "default");
+    slices
+        .create(&PostParams::default(), &endpoint_slice("web-1", "web"))
+        .await
+        .unwrap();
+    let path = "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices/web-1";
+    let patch = |body: serde_json::Value| {
+        let sim = &sim;
+        async move {
+            let reply = sim
+                .request(
+                    "PATCH",
+                    path,
+                    "application/merge-patch+json",
+                    &body.to_string(),
+                )
+                .await
+                .unwrap();
+            (reply.status, reply.json())
+        }
+    };
+    let (status, body) = patch(json!({"ports": [{"port": "http"}]})).await;
+    assert_eq!(status, 422, "{body}");
+    let message = body["message"].as_str().unwrap();
+    assert!(
+        message.starts_with(" \"\" is invalid: patch: Invalid value: \"{\\\"addressType\\\":"),
+        "the merged object, keys sorted where the patch merged: {message}"
+    );
+    assert!(
+        message.ends_with("\\\"ports\\\":[{\\\"port\\\":\\\"http\\\"}]}\": json: cannot unmarshal string into Go struct field EndpointPort.ports.port of type int32"),
+        "{message}"
+    );
+    assert_eq!(body["details"]["causes"][0]["field"], "patch");
+    assert!(body["details"].get("kind").is_none(), "{body}");
+    let (status, body) = patch(json!({"metadata": {"creationTimestamp": "yesterday"}})).await;
+    assert_eq!(status, 422, "{body}");
+    assert!(
+        body["message"].as_str().unwrap().ends_with(
+            ": parsing time \"yesterday\" as \"2006-01-02T15:04:05Z07:00\": cannot parse \"yesterday\" as \"2006\""
+        ),
+        "{body}"
+    );
+    // Nothing was written; a well-typed patch still applies.
+    let (status, body) = patch(json!({"metadata": {"labels": {"a": "b"}}})).await;
+    assert_eq!(status, 200, "{body}");
 }

@@ -257,37 +257,47 @@ async fn watcher_relists_after_its_resource_version_expires() {
 }
 
 #[tokio::test]
-async fn watches_send_bookmarks_when_allowed() {
+async fn watches_send_bookmarks_once_the_watch_cache_moved_on() {
     let sim = Sim::start_with(&["--bookmark-interval-seconds", "0.2"]).await;
-    let maps: Api<ConfigMap> = Api::namespaced(sim.client().await, "default");
+    let client = sim.client().await;
+    let maps: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
     let created = maps
         .create(&PostParams::default(), &config_map("a", json!({})))
         .await
         .unwrap();
     let rv = created.metadata.resource_version.unwrap();
-    let path = format!(
-        "/api/v1/namespaces/default/configmaps?watch=true&resourceVersion={rv}&allowWatchBookmarks=true&timeoutSeconds=1"
+    let watch_from = |rv: &str, bookmarks: bool| {
+        format!(
+            "/api/v1/namespaces/default/configmaps?watch=true&resourceVersion={rv}&allowWatchBookmarks={bookmarks}&timeoutSeconds=3"
+        )
+    };
+    // Nothing happened to config maps since: the watch cache is where the watch starts.
+    let quiet = sim.get(&watch_from(&rv, true)).await.events();
+    assert!(
+        quiet.is_empty(),
+        "no bookmark before the cache moves: {quiet:?}"
     );
-    let events = sim.get(&path).await.events();
+
+    // A write elsewhere, then a consistent list: the cache catches up with the revision.
+    let secrets: Api<k8s_openapi::api::core::v1::Secret> = Api::namespaced(client, "default");
+    let secret = serde_json::from_value(json!({"metadata": {"name": "s"}})).unwrap();
+    let secret = secrets
+        .create(&PostParams::default(), &secret)
+        .await
+        .unwrap();
+    maps.list(&kube::api::ListParams::default()).await.unwrap();
+    let events = sim.get(&watch_from(&rv, true)).await.events();
     let bookmark = events
         .iter()
         .find(|e| e["type"] == "BOOKMARK")
         .expect("a bookmark within the timeout");
     assert_eq!(bookmark["object"]["kind"], "ConfigMap");
     assert_eq!(bookmark["object"]["apiVersion"], "v1");
-    assert!(
-        bookmark["object"]["metadata"]["resourceVersion"]
-            .as_str()
-            .unwrap()
-            .parse::<u64>()
-            .unwrap()
-            >= rv.parse().unwrap()
+    assert_eq!(
+        bookmark["object"]["metadata"]["resourceVersion"],
+        json!(secret.metadata.resource_version.unwrap())
     );
-    let plain = sim
-        .get(&format!(
-            "/api/v1/namespaces/default/configmaps?watch=true&resourceVersion={rv}&timeoutSeconds=1"
-        ))
-        .await;
+    let plain = sim.get(&watch_from(&rv, false)).await;
     assert!(plain.events().is_empty(), "no bookmarks unless allowed");
 }
 

@@ -1,67 +1,65 @@
 //! The Service registry's allocations (`pkg/registry/core/service/storage/alloc.go`): IP
 //! families and policy (`initIPFamilyFields`, single-stack IPv4 cluster), cluster IPs from the
-//! service CIDR and node ports from 30000-32767. What is in use is read from the stored
-//! Services, so nothing needs releasing when a write fails or a Service goes. Dynamic picks
-//! are the lowest free values (a real server picks at random).
+//! service CIDR (`--service-cluster-ip-range`) and node ports from 30000-32767. Requested values
+//! are checked (in range, not already allocated); missing ones are picked at random as the
+//! apiserver's allocators pick them ([`super::bands`]). What is in use is what the stored
+//! Services hold, looked up in the store's index of their values
+//! ([`allocated_values`], [`crate::value_index`]).
 
 use std::collections::BTreeSet;
 use std::net::{IpAddr, Ipv4Addr};
 
 use serde_json::{Value, json};
 
+use super::ServiceCidr;
+use super::bands;
 use super::defaults::{cluster_ips, needs_cluster_ip, needs_node_port, node_port, ports, spec_str};
 use crate::object;
 use crate::registry::GroupResource;
-use crate::selector::LabelSelector;
 use crate::status::ApiError;
 use crate::store::Store;
+use crate::stored::ObjectKey;
 use crate::types::field::{self, ErrorList, FieldError};
 
-/// The service CIDR (`--service-cluster-ip-range` of the recorded server): 10.0.0.0/24.
-const CIDR_BASE: u32 = u32::from_be_bytes([10, 0, 0, 0]);
-const CIDR_PREFIX: u32 = 24;
-const CIDR_TEXT: &str = "10.0.0.0/24";
 /// The node port range (`--service-node-port-range` default).
 const NODE_PORTS: std::ops::RangeInclusive<i64> = 30000..=32767;
 
-/// The first usable address of the range: the `default/kubernetes` Service's.
-pub fn first_address() -> Ipv4Addr {
-    Ipv4Addr::from(CIDR_BASE + 1)
-}
-
-/// Usable addresses: the range without its network and broadcast addresses.
-fn usable(ip: Ipv4Addr) -> bool {
-    let size = 1u32 << (32 - CIDR_PREFIX);
-    let offset = u32::from(ip).wrapping_sub(CIDR_BASE);
-    offset > 0 && offset < size - 1
+/// The values a stored Service holds that no other Service may hold: `ip:ADDRESS` for each
+/// cluster IP, `nodePort:PORT` for each node port.
+pub fn allocated_values(svc: &Value) -> Vec<String> {
+    let ips = cluster_ips(svc).into_iter().filter(|ip| ip != "None");
+    let ips = ips.map(|ip| format!("ip:{ip}"));
+    let node_ports = ports(svc).iter().filter_map(node_port).collect::<Vec<_>>();
+    ips.chain(node_ports.into_iter().map(|p| format!("nodePort:{p}")))
+        .collect()
 }
 
 /// What the stored Services hold, except the one being written.
-struct InUse {
-    ips: BTreeSet<Ipv4Addr>,
-    node_ports: BTreeSet<i64>,
+struct InUse<'a> {
+    store: &'a Store,
+    except: ObjectKey,
 }
 
-fn in_use(store: &Store, except: (&str, &str)) -> InUse {
-    let everything = LabelSelector::parse("").unwrap_or_else(|_| unreachable!());
-    let services = store.select(&GroupResource::new("", "services"), None, &everything);
-    let mut used = InUse {
-        ips: BTreeSet::new(),
-        node_ports: BTreeSet::new(),
-    };
-    for svc in services.iter().map(|s| &s.value) {
-        if (object::namespace(svc), object::name(svc)) == except {
-            continue;
-        }
-        used.ips.extend(
-            cluster_ips(svc)
-                .iter()
-                .filter_map(|ip| ip.parse::<Ipv4Addr>().ok()),
-        );
-        used.node_ports
-            .extend(ports(svc).iter().filter_map(node_port));
+impl InUse<'_> {
+    fn held(&self, value: &str) -> bool {
+        let services = GroupResource::new("", "services");
+        self.store.value_held(&services, value, &self.except)
     }
-    used
+
+    fn ip(&self, ip: Ipv4Addr) -> bool {
+        self.held(&format!("ip:{ip}"))
+    }
+
+    fn node_port(&self, port: i64) -> bool {
+        self.held(&format!("nodePort:{port}"))
+    }
+}
+
+fn in_use<'a>(store: &'a Store, (namespace, name): (&str, &str)) -> InUse<'a> {
+    InUse {
+        store,
+        except: ObjectKey::new(namespace, name),
+    }
 }
 
 fn invalid(svc: &Value, errors: ErrorList) -> ApiError {
@@ -164,7 +162,7 @@ pub fn init_ip_families(svc: &mut Value) -> Result<(), ApiError> {
 pub fn allocate_create(store: &Store, svc: &mut Value, key: (&str, &str)) -> Result<(), ApiError> {
     let used = in_use(store, key);
     if needs_cluster_ip(svc) {
-        allocate_cluster_ip(svc, &used)?;
+        allocate_cluster_ip(svc, &store.service_cidr, &used)?;
     }
     if needs_node_port(svc) {
         allocate_node_ports(svc, &used, &[])?;
@@ -182,7 +180,7 @@ pub fn allocate_update(
 ) -> Result<(), ApiError> {
     let used = in_use(store, key);
     if !needs_cluster_ip(old) && needs_cluster_ip(new) {
-        allocate_cluster_ip(new, &used)?;
+        allocate_cluster_ip(new, &store.service_cidr, &used)?;
     }
     if needs_node_port(new) {
         let held: Vec<i64> = ports(old).iter().filter_map(node_port).collect();
@@ -191,16 +189,20 @@ pub fn allocate_update(
     Ok(())
 }
 
-fn allocate_cluster_ip(svc: &mut Value, used: &InUse) -> Result<(), ApiError> {
+fn allocate_cluster_ip(
+    svc: &mut Value,
+    cidr: &ServiceCidr,
+    used: &InUse<'_>,
+) -> Result<(), ApiError> {
     let ips = cluster_ips(svc);
     match ips.first().map(String::as_str) {
         Some("None") => Ok(()),
         Some(requested) => {
             let problem = match requested.parse::<Ipv4Addr>() {
-                Ok(ip) if !usable(ip) => format!(
-                    "the provided IP ({requested}) is not in the valid range. The range of valid IPs is {CIDR_TEXT}"
+                Ok(ip) if cidr.offset_of(ip).is_none() => format!(
+                    "the provided IP ({requested}) is not in the valid range. The range of valid IPs is {cidr}"
                 ),
-                Ok(ip) if used.ips.contains(&ip) => "provided IP is already allocated".to_owned(),
+                Ok(ip) if used.ip(ip) => "provided IP is already allocated".to_owned(),
                 _ => return Ok(()),
             };
             let detail = format!("failed to allocate IP {requested}: {problem}");
@@ -208,17 +210,18 @@ fn allocate_cluster_ip(svc: &mut Value, used: &InUse) -> Result<(), ApiError> {
             Err(invalid(svc, vec![error]))
         }
         None => {
-            let size = 1u32 << (32 - CIDR_PREFIX);
-            let free = (1..size - 1)
-                .map(|offset| Ipv4Addr::from(CIDR_BASE + offset))
-                .find(|ip| !used.ips.contains(ip));
-            let Some(ip) = free else {
+            let reserved = bands::ip_lower_band(cidr.size());
+            let free = bands::pick(cidr.usable(), reserved, |offset| {
+                !used.ip(cidr.address(offset))
+            });
+            let Some(offset) = free else {
                 return Err(ApiError::internal_error(
                     "failed to allocate a serviceIP: range is full",
                 ));
             };
-            svc["spec"]["clusterIP"] = json!(ip.to_string());
-            svc["spec"]["clusterIPs"] = json!([ip.to_string()]);
+            let ip = cidr.address(offset).to_string();
+            svc["spec"]["clusterIP"] = json!(ip);
+            svc["spec"]["clusterIPs"] = json!([ip]);
             Ok(())
         }
     }
@@ -226,8 +229,9 @@ fn allocate_cluster_ip(svc: &mut Value, used: &InUse) -> Result<(), ApiError> {
 
 /// Node ports for every port: requested ones checked (`held` ones are the Service's own),
 /// missing ones picked.
-fn allocate_node_ports(svc: &mut Value, used: &InUse, held: &[i64]) -> Result<(), ApiError> {
-    let mut taken = used.node_ports.clone();
+fn allocate_node_ports(svc: &mut Value, used: &InUse<'_>, held: &[i64]) -> Result<(), ApiError> {
+    // Ports this Service asks for or gets in this write.
+    let mut taken = BTreeSet::new();
     let mut errors = ErrorList::new();
     let count = ports(svc).len();
     for i in 0..count {
@@ -241,7 +245,9 @@ fn allocate_node_ports(svc: &mut Value, used: &InUse, held: &[i64]) -> Result<()
                 NODE_PORTS.start(),
                 NODE_PORTS.end()
             ))
-        } else if taken.contains(&requested) && !held.contains(&requested) {
+        } else if (used.node_port(requested) || taken.contains(&requested))
+            && !held.contains(&requested)
+        {
             Some("provided port is already allocated".to_owned())
         } else {
             None
@@ -264,7 +270,7 @@ fn allocate_node_ports(svc: &mut Value, used: &InUse, held: &[i64]) -> Result<()
         if node_port(&svc["spec"]["ports"][i]).is_some() {
             continue;
         }
-        let Some(free) = NODE_PORTS.clone().find(|p| !taken.contains(p)) else {
+        let Some(free) = pick_node_port(|p| !taken.contains(&p) && !used.node_port(p)) else {
             return Err(ApiError::internal_error(
                 "failed to allocate a nodePort: range is full",
             ));
@@ -273,6 +279,16 @@ fn allocate_node_ports(svc: &mut Value, used: &InUse, held: &[i64]) -> Result<()
         svc["spec"]["ports"][i]["nodePort"] = json!(free);
     }
     Ok(())
+}
+
+/// A free node port, picked as the port allocator picks one.
+fn pick_node_port(mut is_free: impl FnMut(i64) -> bool) -> Option<i64> {
+    let first = *NODE_PORTS.start();
+    let size = NODE_PORTS.end() - first + 1;
+    let size = u64::try_from(size).unwrap_or_default();
+    let port = |offset: u64| first + i64::try_from(offset).unwrap_or_default();
+    let offset = bands::pick(size, bands::port_lower_band(size), |o| is_free(port(o)))?;
+    Some(port(offset))
 }
 
 #[cfg(test)]
@@ -298,27 +314,108 @@ mod tests {
         );
     }
 
+    fn store_with(cidr: &str, services: &[Value]) -> Store {
+        let registry = crate::registry::Registry::with_types(crate::builtin::builtin_types());
+        let mut store = Store::new(registry, 10);
+        store.service_cidr = cidr.parse().unwrap();
+        for (i, spec) in services.iter().enumerate() {
+            let svc =
+                json!({"metadata": {"namespace": "ns", "name": format!("s{i}")}, "spec": spec});
+            store.put(&GroupResource::new("", "services"), svc);
+        }
+        store
+    }
+
+    fn with_ip(ip: &str) -> Value {
+        json!({"clusterIP": ip, "clusterIPs": [ip]})
+    }
+
     #[test]
-    fn addresses_and_node_ports_avoid_what_is_used() {
-        let used = InUse {
-            ips: BTreeSet::from([first_address()]),
-            node_ports: BTreeSet::from([30000]),
-        };
+    fn addresses_are_picked_among_the_free_ones_until_the_range_is_full() {
+        // A /28 has 14 addresses and no lower band; all but 10.0.0.9 taken.
+        let held: Vec<Value> = (1..=14)
+            .filter(|i| *i != 9)
+            .map(|i| with_ip(&format!("10.0.0.{i}")))
+            .collect();
+        let store = store_with("10.0.0.0/28", &held);
+        let used = in_use(&store, ("ns", "new"));
+        let mut svc = json!({"metadata": {"name": "new"}, "spec": {}});
+        allocate_cluster_ip(&mut svc, &store.service_cidr, &used).unwrap();
+        assert_eq!(svc["spec"]["clusterIPs"], json!(["10.0.0.9"]));
+        let full = store_with("10.0.0.0/28", &[held, vec![with_ip("10.0.0.9")]].concat());
+        let mut svc = json!({"metadata": {"name": "new"}, "spec": {}});
+        let error =
+            allocate_cluster_ip(&mut svc, &full.service_cidr, &in_use(&full, ("ns", "new")));
+        let error = error.unwrap_err();
+        assert_eq!(
+            (error.code, error.message.as_str()),
+            (
+                500,
+                "Internal error occurred: failed to allocate a serviceIP: range is full"
+            )
+        );
+    }
+
+    #[test]
+    fn requested_addresses_must_be_in_range_and_free_but_for_the_services_own() {
+        let store = store_with("10.0.0.0/24", &[with_ip("10.0.0.5")]);
+        let cidr = store.service_cidr;
+        let mut taken = json!({"metadata": {"name": "t"}, "spec": with_ip("10.0.0.5")});
+        let error = allocate_cluster_ip(&mut taken, &cidr, &in_use(&store, ("ns", "t")));
+        assert!(
+            error
+                .unwrap_err()
+                .message
+                .ends_with("failed to allocate IP 10.0.0.5: provided IP is already allocated")
+        );
+        assert!(allocate_cluster_ip(&mut taken, &cidr, &in_use(&store, ("ns", "s0"))).is_ok());
+        let mut outside = json!({"metadata": {"name": "o"}, "spec": with_ip("10.1.0.1")});
+        let error =
+            allocate_cluster_ip(&mut outside, &cidr, &in_use(&store, ("ns", "o"))).unwrap_err();
+        assert!(
+            error
+                .message
+                .ends_with("The range of valid IPs is 10.0.0.0/24"),
+            "{}",
+            error.message
+        );
+        // Dynamic picks come from the upper band (10.0.0.17 and up) while it has room.
+        for _ in 0..20 {
+            let mut svc = json!({"metadata": {"name": "d"}, "spec": {}});
+            allocate_cluster_ip(&mut svc, &cidr, &in_use(&store, ("ns", "d"))).unwrap();
+            let ip: Ipv4Addr = svc["spec"]["clusterIP"].as_str().unwrap().parse().unwrap();
+            assert!(ip.octets()[3] >= 17 && ip.octets()[3] <= 254, "{ip}");
+        }
+    }
+
+    #[test]
+    fn node_ports_avoid_those_in_use_and_keep_the_services_own() {
+        let store = store_with(
+            "10.0.0.0/24",
+            &[json!({"type": "NodePort", "ports": [{"port": 80, "nodePort": 30000}]})],
+        );
+        let used = in_use(&store, ("ns", "new"));
         let mut svc = json!({"spec": {"type": "NodePort", "ports": [{"port": 80}, {"port": 81, "nodePort": 30001}]}});
-        allocate_cluster_ip(&mut svc, &used).unwrap();
         allocate_node_ports(&mut svc, &used, &[]).unwrap();
-        assert_eq!(svc["spec"]["clusterIPs"], json!(["10.0.0.2"]));
-        assert_eq!(svc["spec"]["ports"][0]["nodePort"], 30002);
+        let picked = svc["spec"]["ports"][0]["nodePort"].as_i64().unwrap();
+        assert!(
+            (30086..=32767).contains(&picked),
+            "{picked}: the upper band"
+        );
         let mut taken = json!({"metadata": {"name": "t"}, "spec": {"ports": [{"port": 80, "nodePort": 30000}]}});
         let error = allocate_node_ports(&mut taken, &used, &[]).unwrap_err();
         assert!(error.message.ends_with(
             "spec.ports[0].nodePort: Invalid value: 30000: provided port is already allocated"
         ));
         assert!(allocate_node_ports(&mut taken, &used, &[30000]).is_ok());
-        let mut outside = json!({"metadata": {"name": "o"}, "spec": {"clusterIP": "10.1.0.1", "clusterIPs": ["10.1.0.1"]}});
-        assert_eq!(
-            allocate_cluster_ip(&mut outside, &used).unwrap_err().code,
-            422
+        let mut twice = json!({"metadata": {"name": "t"}, "spec": {"ports": [{"port": 80, "nodePort": 30005}, {"port": 81, "nodePort": 30005}]}});
+        assert!(
+            allocate_node_ports(&mut twice, &used, &[])
+                .unwrap_err()
+                .message
+                .contains("spec.ports[1].nodePort")
         );
+        assert!(pick_node_port(|p| p == 30007) == Some(30007));
+        assert_eq!(pick_node_port(|_| false), None);
     }
 }

@@ -3,6 +3,8 @@
 //! `default/kubernetes` Service every cluster has.
 
 mod alloc;
+mod bands;
+mod cidr;
 mod defaults;
 mod validate;
 
@@ -13,6 +15,8 @@ use crate::object;
 use crate::status::ApiError;
 use crate::store::Store;
 
+pub use alloc::allocated_values;
+pub use cidr::ServiceCidr;
 pub use defaults::decode_defaults;
 
 fn refuse(svc: &Value, errors: &[field::FieldError]) -> Result<(), ApiError> {
@@ -56,8 +60,8 @@ pub fn prepare_update(store: &Store, old: &Value, new: &mut Value) -> Result<(),
 
 /// The body of `default/kubernetes`, the Service of the API server itself, listening on
 /// `port`: its clusterIP is the first address of the service range.
-pub fn kubernetes(port: u16) -> Value {
-    let ip = alloc::first_address().to_string();
+pub fn kubernetes(cidr: &ServiceCidr, port: u16) -> Value {
+    let ip = cidr.address(0).to_string();
     json!({
         "apiVersion": "v1",
         "kind": "Service",

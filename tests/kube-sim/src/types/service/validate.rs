@@ -81,7 +81,7 @@ fn type_rules(svc: &Value, ty: &str, headless: bool) -> ErrorList {
         "LoadBalancer" | "NodePort" if headless => errors.push(FieldError::invalid(
             "spec.clusterIPs[0]",
             "None",
-            &format!("may not be set to 'None' for {ty} services"),
+            format!("may not be set to 'None' for {ty} services"),
         )),
         "ExternalName" => {
             for field in ["clusterIPs", "ipFamilies"] {
@@ -211,7 +211,7 @@ fn target_port(target: &Value, path: &str) -> ErrorList {
         problems.push("must not begin or end with a hyphen");
     }
     problems
-        .iter()
+        .into_iter()
         .map(|p| FieldError::invalid(path, name, p))
         .collect()
 }
@@ -347,7 +347,7 @@ pub fn cluster_ip_fields(svc: &Value) -> ErrorList {
             errors.push(FieldError::invalid(
                 &format!("spec.clusterIPs[{i}]"),
                 address.as_str(),
-                &format!("expected an {expected} value as indicated by `ipFamilies[{i}]`"),
+                format!("expected an {expected} value as indicated by `ipFamilies[{i}]`"),
             ));
         }
     }

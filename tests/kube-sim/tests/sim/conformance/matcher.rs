@@ -53,11 +53,10 @@ impl Bindings {
                 // A time the client echoes back (an object sent as read): any time will do.
                 return REPLAYED_TIME.to_owned();
             }
-            let (Some(kind), Some(n)) = (caps.get(1), caps.get(2)) else {
+            let Some(key) = key_of(caps) else {
                 missing.push(caps[0].to_owned());
                 return caps[0].to_owned();
             };
-            let key = (kind.as_str().to_owned(), n.as_str().parse().unwrap_or(0));
             match self.values.get(&key) {
                 Some(value) => value.clone(),
                 None => {
@@ -71,6 +70,35 @@ impl Bindings {
         } else {
             Err(format!("unbound placeholders in a request: {missing:?}"))
         }
+    }
+
+    /// A recorded JSON request body with its placeholders substituted. A string that is one
+    /// placeholder standing for an integer (`"<allocated-port:2>"`, `"<apiserver-port>"`)
+    /// becomes that JSON number, as the recorder sent it; every other string (and key) is
+    /// substituted as text.
+    pub fn substitute_json(&self, recorded: &Value) -> Result<Value, String> {
+        Ok(match recorded {
+            Value::String(text) if stands_for_integer(text) => {
+                let digits = self.substitute(text)?;
+                let number: u64 = digits
+                    .parse()
+                    .map_err(|e| format!("{text} is bound to {digits:?}, not an integer: {e}"))?;
+                Value::from(number)
+            }
+            Value::String(text) => Value::String(self.substitute(text)?),
+            Value::Array(items) => Value::Array(
+                items
+                    .iter()
+                    .map(|item| self.substitute_json(item))
+                    .collect::<Result<_, _>>()?,
+            ),
+            Value::Object(map) => Value::Object(
+                map.iter()
+                    .map(|(k, v)| Ok((self.substitute(k)?, self.substitute_json(v)?)))
+                    .collect::<Result<_, String>>()?,
+            ),
+            other => other.clone(),
+        })
     }
 
     /// Binds `<kind:n>` to `value`: the same as before, and unlike any other `<kind:m>`.
@@ -185,6 +213,9 @@ fn walk(
             }
             Ok(())
         }
+        (Value::Array(e), Value::Array(a)) if path.ends_with(".managedFields") => {
+            walk_unordered(e, a, bindings, path)
+        }
         (Value::Array(e), Value::Array(a)) => {
             if e.len() != a.len() {
                 return Err(differ(
@@ -213,16 +244,109 @@ fn walk(
     }
 }
 
+/// The entries of a `managedFields` array, compared as a multiset: each recorded entry must
+/// be matched by one served entry, in any order. The real server orders entries by operation,
+/// then time to the second, then manager; where two writes of a replay fall on either side of
+/// a second boundary differently from the recording, `Update` entries come in another order.
+/// That is wall-clock timing, which the recording (its times are `<time>`) cannot pin.
+fn walk_unordered(
+    expected: &[Value],
+    actual: &[Value],
+    bindings: &mut Bindings,
+    path: &str,
+) -> Result<(), Difference> {
+    if expected.len() != actual.len() {
+        return Err(Difference {
+            path: path.to_owned(),
+            what: format!(
+                "{} items recorded, {} served: served {}",
+                expected.len(),
+                actual.len(),
+                short(&Value::Array(actual.to_vec()))
+            ),
+        });
+    }
+    let mut used = vec![false; actual.len()];
+    if assign(expected, actual, &mut used, bindings) {
+        return Ok(());
+    }
+    // No one-to-one match: report the first recorded entry no served entry matches, with its
+    // difference from the served entry at the same place.
+    for (i, entry) in expected.iter().enumerate() {
+        let matched = actual
+            .iter()
+            .any(|served| walk(entry, served, &mut bindings.clone(), &mut String::new()).is_ok());
+        if !matched {
+            let mut at = format!("{path}[{i}]");
+            let detail = walk(entry, &actual[i], &mut bindings.clone(), &mut at)
+                .err()
+                .map_or_else(String::new, |d| format!("; against [{i}]: {d}"));
+            return Err(Difference {
+                path: format!("{path}[{i}]"),
+                what: format!("no served entry matches {}{detail}", short(entry)),
+            });
+        }
+    }
+    Err(Difference {
+        path: path.to_owned(),
+        what: "the entries match, but not one to one".to_owned(),
+    })
+}
+
+/// Matches each of `expected` with a distinct unused entry of `actual` (backtracking over the
+/// few entries a `managedFields` array has), keeping the bindings of the match found.
+fn assign(
+    expected: &[Value],
+    actual: &[Value],
+    used: &mut [bool],
+    bindings: &mut Bindings,
+) -> bool {
+    let Some((first, rest)) = expected.split_first() else {
+        return true;
+    };
+    for j in 0..actual.len() {
+        if used[j] {
+            continue;
+        }
+        let mut trial = bindings.clone();
+        if walk(first, &actual[j], &mut trial, &mut String::new()).is_err() {
+            continue;
+        }
+        used[j] = true;
+        if assign(rest, actual, used, &mut trial) {
+            *bindings = trial;
+            return true;
+        }
+        used[j] = false;
+    }
+    false
+}
+
+/// The binding a placeholder match names: `<kind:n>`, or `<apiserver-port>` (one value per
+/// file, kept as number 0); None for `<time>`, which binds nothing.
+fn key_of(caps: &regex::Captures<'_>) -> Option<(String, u32)> {
+    if &caps[0] == "<apiserver-port>" {
+        return Some(("apiserver-port".to_owned(), 0));
+    }
+    let (kind, n) = (caps.get(1)?, caps.get(2)?);
+    Some((kind.as_str().to_owned(), n.as_str().parse().ok()?))
+}
+
+/// Whether a recorded JSON string is one placeholder for an integer (a port), which stands
+/// for a JSON number.
+fn stands_for_integer(recorded: &str) -> bool {
+    PLACEHOLDER.find(recorded).is_some_and(|m| {
+        m.range() == (0..recorded.len())
+            && (recorded.starts_with("<allocated-port:") || recorded == "<apiserver-port>")
+    })
+}
+
 /// Matches a recorded string with placeholders against a served value (a string, or a
 /// number where the placeholder stands for an integer).
 fn match_text(recorded: &str, actual: &Value, bindings: &mut Bindings) -> Result<(), String> {
     let served = match actual {
         Value::String(s) => s.clone(),
-        Value::Number(n)
-            if recorded.starts_with("<allocated-port:") || recorded == "<apiserver-port>" =>
-        {
-            n.to_string()
-        }
+        Value::Number(n) if stands_for_integer(recorded) => n.to_string(),
         other => return Err(format!("recorded {recorded:?}, served {}", short(other))),
     };
     let mut pattern = String::from("^");
@@ -238,8 +362,7 @@ fn match_text(recorded: &str, actual: &Value, bindings: &mut Bindings) -> Result
         pattern.push('(');
         pattern.push_str(pattern_of(&kind));
         pattern.push(')');
-        let n = caps.get(2).and_then(|n| n.as_str().parse::<u32>().ok());
-        slots.push((kind, n));
+        slots.push(key_of(&caps));
         last = whole.end();
     }
     pattern.push_str(&regex::escape(&recorded[last..]));
@@ -248,8 +371,8 @@ fn match_text(recorded: &str, actual: &Value, bindings: &mut Bindings) -> Result
     let caps = re
         .captures(&served)
         .ok_or_else(|| format!("recorded {recorded:?}, served {served:?}"))?;
-    for (i, (kind, n)) in slots.iter().enumerate() {
-        if let Some(n) = n {
+    for (i, slot) in slots.iter().enumerate() {
+        if let Some((kind, n)) = slot {
             bindings.bind(kind, *n, &caps[i + 1])?;
         }
     }
@@ -264,6 +387,32 @@ pub fn short(value: &Value) -> String {
     }
     let cut: String = text.chars().take(160).collect();
     format!("{cut}...")
+}
+
+/// After a difference: binds what still can be bound where the two values have the same
+/// shape, so later steps that quote those values can still be sent. Never fails.
+pub fn salvage(expected: &Value, actual: &Value, bindings: &mut Bindings) {
+    match (expected, actual) {
+        (Value::String(recorded), _) if PLACEHOLDER.is_match(recorded) => {
+            let mut trial = bindings.clone();
+            if match_text(recorded, actual, &mut trial).is_ok() {
+                *bindings = trial;
+            }
+        }
+        (Value::Object(e), Value::Object(a)) => {
+            for (key, value) in e {
+                if let Some(served) = a.get(key) {
+                    salvage(value, served, bindings);
+                }
+            }
+        }
+        (Value::Array(e), Value::Array(a)) => {
+            for (ev, av) in e.iter().zip(a) {
+                salvage(ev, av, bindings);
+            }
+        }
+        _ => {}
+    }
 }
 
 #[cfg(test)]
@@ -332,30 +481,65 @@ mod tests {
         .unwrap_err();
         assert_eq!(nested.path, ".a.b[1]");
     }
-}
 
-/// After a difference: binds what still can be bound where the two values have the same
-/// shape, so later steps that quote those values can still be sent. Never fails.
-pub fn salvage(expected: &Value, actual: &Value, bindings: &mut Bindings) {
-    match (expected, actual) {
-        (Value::String(recorded), _) if PLACEHOLDER.is_match(recorded) => {
-            let mut trial = bindings.clone();
-            if match_text(recorded, actual, &mut trial).is_ok() {
-                *bindings = trial;
-            }
-        }
-        (Value::Object(e), Value::Object(a)) => {
-            for (key, value) in e {
-                if let Some(served) = a.get(key) {
-                    salvage(value, served, bindings);
-                }
-            }
-        }
-        (Value::Array(e), Value::Array(a)) => {
-            for (ev, av) in e.iter().zip(a) {
-                salvage(ev, av, bindings);
-            }
-        }
-        _ => {}
+    #[test]
+    fn managed_fields_entries_match_in_any_order_one_to_one() {
+        let entry = |manager: &str, rv: &str| {
+            json!({"manager": manager, "operation": "Update", "time": "<time>",
+                "fieldsV1": {"f:metadata": {"f:annotations": {"f:rv": rv}}}})
+        };
+        let served = |manager: &str, rv: &str| {
+            json!({"manager": manager, "operation": "Update", "time": "2026-01-01T00:00:01Z",
+                "fieldsV1": {"f:metadata": {"f:annotations": {"f:rv": rv}}}})
+        };
+        let recorded =
+            json!({"metadata": {"managedFields": [entry("a", "<rv:1>"), entry("b", "<rv:2>")]}});
+        let swapped = json!({"metadata": {"managedFields": [served("b", "9"), served("a", "5")]}});
+        let mut b = Bindings::default();
+        compare(&recorded, &swapped, &mut b).unwrap();
+        assert_eq!(b.substitute("<rv:1> <rv:2>").unwrap(), "5 9");
+        let twice = json!({"metadata": {"managedFields": [served("a", "5"), served("a", "5")]}});
+        let missing = compare(&recorded, &twice, &mut Bindings::default()).unwrap_err();
+        assert_eq!(missing.path, ".metadata.managedFields[1]");
+        assert!(
+            missing.what.contains("no served entry matches"),
+            "{missing}"
+        );
+        let fewer = json!({"metadata": {"managedFields": [served("a", "5")]}});
+        let short = compare(&recorded, &fewer, &mut Bindings::default()).unwrap_err();
+        assert_eq!(short.path, ".metadata.managedFields");
+        let other_lists = compare(&json!({"items": [1, 2]}), &json!({"items": [2, 1]}), &mut b);
+        assert_eq!(
+            other_lists.unwrap_err().path,
+            ".items[0]",
+            "only managedFields is unordered"
+        );
+    }
+
+    #[test]
+    fn integer_placeholders_are_sent_as_json_numbers_in_json_bodies_only() {
+        let mut b = Bindings::default();
+        compare(
+            &json!({"nodePort": "<allocated-port:2>", "port": "<apiserver-port>", "rv": "<rv:1>"}),
+            &json!({"nodePort": 30007, "port": 6443, "rv": "12"}),
+            &mut b,
+        )
+        .unwrap();
+        let body = json!({"spec": {"ports": [{"port": 80, "nodePort": "<allocated-port:2>"}],
+            "note": "port <allocated-port:2>"}, "metadata": {"resourceVersion": "<rv:1>"},
+            "targetPort": "<apiserver-port>"});
+        assert_eq!(
+            b.substitute_json(&body).unwrap(),
+            json!({"spec": {"ports": [{"port": 80, "nodePort": 30007}], "note": "port 30007"},
+                "metadata": {"resourceVersion": "12"}, "targetPort": 6443})
+        );
+        assert_eq!(
+            b.substitute("nodePort: <allocated-port:2>").unwrap(),
+            "nodePort: 30007"
+        );
+        assert!(
+            b.substitute_json(&json!({"nodePort": "<allocated-port:3>"}))
+                .is_err()
+        );
     }
 }

@@ -1,0 +1,4 @@
+#![no_main]
+//! See differential::targets::mutate.
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| differential::targets::mutate(data));

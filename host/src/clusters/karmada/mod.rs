@@ -1,0 +1,210 @@
+//! The Karmada source of member clusters (push mode), behind [`super::Source::Karmada`]: the
+//! members are the hub's `clusters.cluster.karmada.io` objects in `Push` mode, each reached at
+//! its `spec.apiEndpoint` with the token and CA bundle of the Secret its `spec.secretRef` names
+//! (as `karmadactl join` writes it); a member is ready when its `Ready` condition is `True`. The
+//! controller asks for the membership every probe interval, so clusters joining or leaving
+//! Karmada join or leave the sync without a restart (see `docs/sync.md`, "Members from
+//! Karmada").
+//!
+//! - this module: the source, listing the Cluster objects and logging who is a member;
+//! - `object`: what one Cluster object means (no I/O);
+//! - `connection`: a member's connection and client configuration (no I/O);
+//! - `clients`: the members' clients, kept while their Secret and settings hold.
+
+mod clients;
+mod connection;
+#[cfg(test)]
+mod fixtures;
+mod object;
+
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+use std::sync::Mutex;
+
+use kube::Api;
+use kube::api::{DynamicObject, ListParams};
+
+use super::{ClientOptions, Cluster, ClusterError, Membership, Registry};
+use crate::clusters;
+use crate::engine::PolicyEngine;
+use clients::Clients;
+pub use clients::{Fingerprint, fingerprint};
+pub use connection::{ConfigError, Connection, config, connection, kubeconfig};
+pub use object::{SecretRef, Skip, Target, decide, name_problem, resource};
+
+/// The members as Karmada's Cluster objects in the hub describe them.
+pub struct Karmada {
+    hub: Cluster,
+    /// `--member` names: when not empty, only these clusters are members.
+    only: Vec<String>,
+    /// The policy component: which names can name a cluster is its rule.
+    policy: PolicyEngine,
+    clients: Clients,
+    memory: Mutex<Memory>,
+}
+
+/// One Cluster object this pass: a member with its client, or why not.
+type Outcome = Result<(Target, Cluster), Skip>;
+
+/// What the source remembers between passes, to log only what changed.
+#[derive(Default)]
+struct Memory {
+    /// Why each cluster was last left out, as logged (logged again only when it changes).
+    skipped: HashMap<String, Skip>,
+    /// The members of the last pass and whether they were ready.
+    members: HashMap<String, bool>,
+}
+
+impl Karmada {
+    /// The source for `hub`; `only`, when not empty, restricts the members to those names;
+    /// `policy` says which names are cluster names.
+    pub fn new(
+        hub: Cluster,
+        only: Vec<String>,
+        options: ClientOptions,
+        policy: PolicyEngine,
+    ) -> Self {
+        Karmada {
+            clients: Clients::new(options),
+            hub,
+            only,
+            policy,
+            memory: Mutex::new(Memory::default()),
+        }
+    }
+
+    /// The source whose hub is the context `hub` of the kubeconfig at `path`.
+    pub async fn from_kubeconfig(
+        path: &Path,
+        hub: &str,
+        only: &[String],
+        options: &ClientOptions,
+        policy: PolicyEngine,
+    ) -> Result<Self, ClusterError> {
+        let shown = path.display().to_string();
+        let kubeconfig = clusters::read_kubeconfig(path)?;
+        if !kubeconfig.contexts.iter().any(|c| c.name == hub) {
+            return Err(ClusterError::UnknownContext {
+                path: shown,
+                context: hub.to_string(),
+            });
+        }
+        let hub = clusters::cluster(&kubeconfig, hub, hub, options).await?;
+        Ok(Karmada::new(hub, only.to_vec(), options.clone(), policy))
+    }
+
+    /// The hub.
+    pub fn hub(&self) -> &Cluster {
+        &self.hub
+    }
+
+    /// The push-mode clusters that can be reached now, and which are ready. A cluster that
+    /// cannot be used (Pull mode, no endpoint, secret missing, ...) is left out and logged,
+    /// once per reason; only a failure to list the clusters fails the whole membership.
+    pub async fn membership(&self) -> Result<Membership, ClusterError> {
+        let api: Api<DynamicObject> = Api::all_with(self.hub.client.clone(), &resource());
+        let objects = api
+            .list(&ListParams::default())
+            .await
+            .map_err(|source| ClusterError::KarmadaClusters {
+                source: Box::new(source),
+            })?
+            .items;
+        let mut outcomes = Vec::with_capacity(objects.len());
+        for object in &objects {
+            let name = object.metadata.name.clone().unwrap_or_default();
+            let name_problem = |name: &str| name_problem(&self.policy, name);
+            let outcome = match decide(object, &self.only, name_problem) {
+                Ok(target) => self
+                    .clients
+                    .connect(&self.hub.client, &target)
+                    .await
+                    .map(|cluster| (target, cluster)),
+                Err(Skip::NotSelected) => continue,
+                Err(skip) => Err(skip),
+            };
+            outcomes.push((name, outcome));
+        }
+        for wanted in &self.only {
+            if !objects
+                .iter()
+                .any(|o| o.metadata.name.as_ref() == Some(wanted))
+            {
+                outcomes.push((wanted.clone(), Err(Skip::NotFound)));
+            }
+        }
+        Ok(self.record(outcomes))
+    }
+
+    /// Turns this pass's outcomes into the membership: logs what changed, forgets the clients
+    /// of clusters that are gone.
+    fn record(&self, outcomes: Vec<(String, Outcome)>) -> Membership {
+        let mut members = Vec::new();
+        let mut ready = Vec::new();
+        let Ok(mut memory) = self.memory.lock() else {
+            return Membership {
+                registry: Registry {
+                    hub: self.hub.clone(),
+                    members,
+                },
+                ready,
+            };
+        };
+        let mut present = HashSet::new();
+        let mut skipped = HashSet::new();
+        for (name, outcome) in outcomes {
+            match outcome {
+                Ok((target, cluster)) => {
+                    memory.skipped.remove(&name);
+                    log_member(&name, memory.members.get(&name).copied(), target.ready);
+                    if target.ready {
+                        ready.push(name.clone());
+                    }
+                    present.insert(name.clone());
+                    members.push(cluster);
+                }
+                Err(skip) => {
+                    skipped.insert(name.clone());
+                    if memory.skipped.get(&name) != Some(&skip) {
+                        log_skip(&name, &skip);
+                        memory.skipped.insert(name.clone(), skip);
+                    }
+                }
+            }
+        }
+        for gone in memory.members.keys().filter(|n| !present.contains(*n)) {
+            tracing::info!(cluster = %gone, "karmada cluster is no longer a member");
+        }
+        memory.members = members
+            .iter()
+            .map(|m| (m.name.clone(), ready.contains(&m.name)))
+            .collect();
+        memory.skipped.retain(|name, _| skipped.contains(name));
+        self.clients.keep_only(&present);
+        Membership {
+            registry: Registry {
+                hub: self.hub.clone(),
+                members,
+            },
+            ready,
+        }
+    }
+}
+
+fn log_member(name: &str, before: Option<bool>, ready: bool) {
+    match (before, ready) {
+        (None, _) => tracing::info!(cluster = %name, ready, "karmada cluster is a member"),
+        (Some(false), true) => tracing::info!(cluster = %name, "karmada cluster is ready"),
+        (Some(true), false) => {
+            tracing::warn!(cluster = %name, "karmada cluster is not ready: its Ready condition is not True")
+        }
+        _ => {}
+    }
+}
+
+fn log_skip(name: &str, skip: &Skip) {
+    match skip {
+        Skip::Pull => tracing::info!(cluster = %name, "karmada cluster is not a member: {skip}"),
+        _ => tracing::warn!(cluster = %name, "karmada cluster is not a member: {skip}"),
+    }
+}

@@ -1,0 +1,50 @@
+//! Logs on stderr, through `tracing`: `text` (coloured only on a terminal) or `json`, the level
+//! from `RUST_LOG` (default `info`). Called once by `main.rs` before any command runs.
+
+use std::ffi::OsStr;
+use std::io::IsTerminal;
+
+/// Installs the global subscriber: `format` is `text` or `json` (`--log-format`).
+pub fn init(format: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let colour = colour(
+        std::io::stderr().is_terminal(),
+        std::env::var_os("NO_COLOR").as_deref(),
+    );
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(colour);
+    if format == "json" {
+        builder.json().init();
+    } else {
+        builder.init();
+    }
+}
+
+/// Whether text logs carry ANSI colour codes: only when stderr is a terminal, and not when
+/// `NO_COLOR` is set to anything but the empty string (<https://no-color.org>). A file, a pipe
+/// or a container runtime's log collector gets plain text.
+pub fn colour(stderr_is_terminal: bool, no_color: Option<&OsStr>) -> bool {
+    stderr_is_terminal && no_color.is_none_or(OsStr::is_empty)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn colours_only_a_terminal() {
+        assert!(colour(true, None));
+        assert!(!colour(false, None));
+    }
+
+    #[test]
+    fn no_color_turns_colour_off_unless_empty() {
+        assert!(!colour(true, Some(OsStr::new("1"))));
+        assert!(!colour(true, Some(OsStr::new("false"))));
+        assert!(colour(true, Some(OsStr::new(""))));
+        assert!(!colour(false, Some(OsStr::new(""))));
+    }
+}

@@ -1,0 +1,277 @@
+//! The guest compiled natively, called through the same `Guest` implementation the component
+//! exports (guest/src/lib.rs), with its WIT records converted to and from the host's. The two
+//! sets of records are generated from the same WIT (wit-bindgen in the guest, wasmtime's
+//! bindgen in the host), so the conversions are field-for-field copies.
+
+use guest::exports::karmada::mcs_policy::policy::Guest as _;
+use mcs_policy::engine::types as h;
+
+use crate::{Answer, Call};
+
+/// `guest::*`: the guest's records.
+mod g {
+    pub use guest::*;
+}
+
+/// A field-for-field copy between a host record and the guest record of the same WIT type.
+trait Conv<T> {
+    fn conv(self) -> T;
+}
+
+macro_rules! same {
+    ($($t:ty),*) => {$(
+        impl Conv<$t> for $t {
+            fn conv(self) -> $t {
+                self
+            }
+        }
+    )*};
+}
+same!(String, bool, i32);
+
+impl<A: Conv<B>, B> Conv<Option<B>> for Option<A> {
+    fn conv(self) -> Option<B> {
+        self.map(Conv::conv)
+    }
+}
+
+impl<A: Conv<B>, B> Conv<Vec<B>> for Vec<A> {
+    fn conv(self) -> Vec<B> {
+        self.into_iter().map(Conv::conv).collect()
+    }
+}
+
+impl Conv<(String, String)> for (String, String) {
+    fn conv(self) -> (String, String) {
+        self
+    }
+}
+
+/// Both directions for a record: `record!(Name { field, ... })`.
+macro_rules! record {
+    ($name:ident { $($field:ident),* $(,)? }) => {
+        impl Conv<g::$name> for h::$name {
+            fn conv(self) -> g::$name {
+                g::$name { $($field: self.$field.conv()),* }
+            }
+        }
+        impl Conv<h::$name> for g::$name {
+            fn conv(self) -> h::$name {
+                h::$name { $($field: self.$field.conv()),* }
+            }
+        }
+    };
+}
+
+/// Both directions for an enum without payloads.
+macro_rules! unit_enum {
+    ($name:ident { $($case:ident),* $(,)? }) => {
+        impl Conv<g::$name> for h::$name {
+            fn conv(self) -> g::$name {
+                match self { $(h::$name::$case => g::$name::$case),* }
+            }
+        }
+        impl Conv<h::$name> for g::$name {
+            fn conv(self) -> h::$name {
+                match self { $(g::$name::$case => h::$name::$case),* }
+            }
+        }
+    };
+}
+
+unit_enum!(Operation {
+    Create,
+    Update,
+    Delete,
+    Connect
+});
+unit_enum!(PatchOp { Add, Replace });
+unit_enum!(ErrorType {
+    Required,
+    Invalid,
+    Duplicate,
+    Unsupported,
+    Forbidden,
+    TooLong
+});
+record!(AdmissionRequest {
+    uid,
+    operation,
+    object,
+    old_object
+});
+record!(Settings {
+    reject_empty_types,
+    reject_repeated_types,
+    reject_duplicate_cluster_names,
+    reject_unknown_port_names,
+    warn_unregistered_clusters,
+});
+record!(ServicePort { name, port });
+record!(Context {
+    registered_clusters,
+    service_ports
+});
+record!(FieldError {
+    error_type,
+    field,
+    value,
+    detail
+});
+record!(Rejection {
+    errors,
+    message,
+    warnings
+});
+record!(PatchOperation { op, path, value });
+record!(ExposurePort { name, port });
+record!(McsRef {
+    name,
+    namespace,
+    ports
+});
+record!(ObjectReference {
+    kind,
+    namespace,
+    name,
+    uid,
+    api_version,
+    resource_version,
+    field_path,
+});
+record!(EndpointConditions {
+    ready,
+    serving,
+    terminating
+});
+record!(EndpointHints {
+    for_zones,
+    for_nodes
+});
+record!(Endpoint {
+    addresses,
+    conditions,
+    hostname,
+    node_name,
+    zone,
+    target_ref,
+    hints,
+    deprecated_topology,
+});
+record!(EndpointPort {
+    name,
+    port,
+    protocol,
+    app_protocol
+});
+record!(EndpointSlice {
+    name,
+    namespace,
+    labels,
+    annotations,
+    address_type,
+    endpoints,
+    ports,
+});
+record!(SyncPlan {
+    active,
+    deleting,
+    invalid,
+    mcs,
+    providers,
+    consumers,
+    unknown_providers,
+    unknown_consumers,
+});
+
+impl Conv<h::Denial> for g::Denial {
+    fn conv(self) -> h::Denial {
+        match self {
+            g::Denial::Malformed(message) => h::Denial::Malformed(message),
+            g::Denial::Forbidden(rejection) => h::Denial::Forbidden(rejection.conv()),
+        }
+    }
+}
+
+impl Conv<h::ServiceAction> for g::ServiceAction {
+    fn conv(self) -> h::ServiceAction {
+        match self {
+            g::ServiceAction::Unchanged => h::ServiceAction::Unchanged,
+            g::ServiceAction::Create(object) => h::ServiceAction::Create(object),
+            g::ServiceAction::Replace(object) => h::ServiceAction::Replace(object),
+            g::ServiceAction::Recreate(object) => h::ServiceAction::Recreate(object),
+            g::ServiceAction::Conflict(why) => h::ServiceAction::Conflict(why),
+        }
+    }
+}
+
+impl<T: Conv<U>, U, E: Conv<F>, F> Conv<Result<U, F>> for Result<T, E> {
+    fn conv(self) -> Result<U, F> {
+        self.map(Conv::conv).map_err(Conv::conv)
+    }
+}
+
+/// The native guest's answer to `call`, as host records.
+pub fn answer(call: &Call) -> Answer {
+    let call = call.clone();
+    match call {
+        Call::Validate {
+            request,
+            settings,
+            context,
+        } => Answer::Validate(
+            g::Policy::validate(request.conv(), settings.conv(), context.conv()).conv(),
+        ),
+        Call::Mutate { request, settings } => {
+            Answer::Mutate(g::Policy::mutate(request.conv(), settings.conv()).conv())
+        }
+        Call::Filter {
+            mcs,
+            service_ports,
+            source_cluster,
+            consumer_cluster,
+            slices,
+        } => {
+            // The WIT function takes summaries and answers with copy instructions; the copies
+            // are assembled as a host assembles them (`guest::filter::apply`).
+            let slices: Vec<g::EndpointSlice> = slices.conv();
+            let summaries = slices.iter().map(guest::filter::summary).collect();
+            let copies = g::Policy::filter(
+                mcs.conv(),
+                service_ports.conv(),
+                source_cluster,
+                consumer_cluster,
+                summaries,
+            );
+            let assembled: Vec<g::EndpointSlice> = copies
+                .into_iter()
+                .map(|copy| {
+                    let source = slices[copy.source as usize].clone();
+                    guest::filter::apply(copy, source)
+                })
+                .collect();
+            Answer::Filter(assembled.conv())
+        }
+        Call::Plan {
+            mcs,
+            registered_clusters,
+        } => Answer::Plan(g::Policy::plan(mcs, registered_clusters).conv()),
+        Call::Prune {
+            mcs,
+            existing,
+            desired,
+            kept_sources,
+        } => Answer::Prune(g::Policy::prune(
+            mcs.conv(),
+            existing.conv(),
+            desired,
+            kept_sources,
+        )),
+        Call::Service { template, existing } => {
+            Answer::Service(g::Policy::service(template, existing).conv())
+        }
+        Call::ClusterNameProblem { name } => {
+            Answer::ClusterNameProblem(g::Policy::cluster_name_problem(name))
+        }
+    }
+}

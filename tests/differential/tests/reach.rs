@@ -1,0 +1,121 @@
+//! The structured generator is only worth its coverage if its calls get past decoding: random
+//! bytes must reach every kind of answer of every function, including each kind of field error.
+
+use std::collections::BTreeMap;
+
+use arbitrary::Unstructured;
+use differential::{Answer, native, structure};
+use mcs_policy::engine::types as h;
+
+/// Deterministic pseudo-random bytes (xorshift64*), so the test never flakes.
+fn bytes(seed: u64, len: usize) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x >> 12;
+            x ^= x << 25;
+            x ^= x >> 27;
+            (x.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 56) as u8
+        })
+        .collect()
+}
+
+fn outcomes(answer: &Answer) -> Vec<String> {
+    let mut out = Vec::new();
+    match answer {
+        Answer::Validate(Ok(w)) if w.is_empty() => out.push("validate allowed".into()),
+        Answer::Validate(Ok(_)) => out.push("validate allowed with warnings".into()),
+        Answer::Validate(Err(h::Denial::Malformed(_))) => out.push("validate malformed".into()),
+        Answer::Validate(Err(h::Denial::Forbidden(r))) => {
+            out.push("validate forbidden".into());
+            for e in &r.errors {
+                out.push(format!(
+                    "field error {}",
+                    format!("{:?}", e.error_type).trim_start_matches("ErrorType::")
+                ));
+            }
+        }
+        Answer::Mutate(Ok(ops)) if ops.is_empty() => out.push("mutate nothing".into()),
+        Answer::Mutate(Ok(ops)) => out.push(format!(
+            "mutate {} {}",
+            format!("{:?}", ops[0].op).trim_start_matches("PatchOp::"),
+            ops[0].path
+        )),
+        Answer::Mutate(Err(_)) => out.push("mutate malformed".into()),
+        Answer::Filter(copies) if copies.is_empty() => out.push("filter nothing".into()),
+        Answer::Filter(_) => out.push("filter copies".into()),
+        Answer::Plan(Ok(p)) if p.active => out.push("plan active".into()),
+        Answer::Plan(Ok(p)) if p.invalid.is_some() => out.push("plan invalid".into()),
+        Answer::Plan(Ok(p)) if p.deleting => out.push("plan deleting".into()),
+        Answer::Plan(Ok(_)) => out.push("plan inactive".into()),
+        Answer::Plan(Err(_)) => out.push("plan malformed".into()),
+        Answer::Prune(names) if names.is_empty() => out.push("prune nothing".into()),
+        Answer::Prune(_) => out.push("prune stale".into()),
+        Answer::Service(Ok(action)) => out.push(format!(
+            "service {}",
+            format!("{action:?}")
+                .trim_start_matches("ServiceAction::")
+                .split('(')
+                .next()
+                .unwrap_or_default()
+        )),
+        Answer::Service(Err(_)) => out.push("service error".into()),
+        Answer::ClusterNameProblem(p) => out.push(format!("cluster name ok: {}", p.is_none())),
+    }
+    out
+}
+
+#[test]
+fn random_structured_calls_reach_every_kind_of_answer() {
+    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+    for seed in 0..3000 {
+        let data = bytes(seed, 3000);
+        let Ok(call) = structure::call(&mut Unstructured::new(&data)) else {
+            continue;
+        };
+        for outcome in outcomes(&native(&call)) {
+            *seen.entry(outcome).or_default() += 1;
+        }
+    }
+    eprintln!("{seen:#?}");
+    let expected = [
+        "validate allowed",
+        "validate allowed with warnings",
+        "validate malformed",
+        "validate forbidden",
+        "field error Required",
+        "field error Invalid",
+        "field error Duplicate",
+        "field error Unsupported",
+        "field error Forbidden",
+        "field error TooLong",
+        "mutate nothing",
+        "mutate Add /metadata",
+        "mutate Add /metadata/labels",
+        "mutate Add /metadata/labels/multiclusterservice.karmada.io~1permanent-id",
+        "mutate Replace /metadata/labels/multiclusterservice.karmada.io~1permanent-id",
+        "mutate malformed",
+        "filter nothing",
+        "filter copies",
+        "plan active",
+        "plan invalid",
+        "plan deleting",
+        "plan inactive",
+        "plan malformed",
+        "prune nothing",
+        "prune stale",
+        "service Unchanged",
+        "service Create",
+        "service Replace",
+        "service Recreate",
+        "service Conflict",
+        "service error",
+        "cluster name ok: true",
+        "cluster name ok: false",
+    ];
+    let missing: Vec<&str> = expected
+        .into_iter()
+        .filter(|o| !seen.contains_key(*o))
+        .collect();
+    assert!(missing.is_empty(), "never reached: {missing:?}");
+}

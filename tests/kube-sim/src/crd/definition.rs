@@ -1,0 +1,283 @@
+//! The CustomResourceDefinition object itself, as apiextensions-apiserver stores it: the v1
+//! defaults (`SetDefaults_CustomResourceDefinitionSpec`: singular, listKind, conversion), the
+//! checks kube-sim makes before serving it, the status its strategy sets (`PrepareForCreate`:
+//! empty names, no conditions, the storage version stored; `PrepareForUpdate`: status kept,
+//! a new storage version added), the status its controllers converge to (names accepted,
+//! established), and the resource types it serves.
+
+use serde_json::{Value, json};
+
+use crate::registry::{GenerationPolicy, ResourceType, Special};
+use crate::status::ApiError;
+
+const KIND: &str = "CustomResourceDefinition";
+
+/// Defaults, checks and the strategy's status for a CRD being written; `previous_status` is
+/// the live status (null on create).
+pub fn prepare(crd: &mut Value, previous_status: &Value) -> Result<(), ApiError> {
+    apply_defaults(crd);
+    resource_types(crd)?;
+    let mut status = if previous_status.is_object() {
+        previous_status.clone()
+    } else {
+        json!({"conditions": null, "acceptedNames": {"plural": "", "kind": ""}, "storedVersions": []})
+    };
+    status["storedVersions"] = json!(stored_versions(crd, previous_status));
+    crd["status"] = status;
+    Ok(())
+}
+
+/// `SetDefaults_CustomResourceDefinitionSpec`.
+fn apply_defaults(crd: &mut Value) {
+    let spec = &mut crd["spec"];
+    if !spec.is_object() {
+        return;
+    }
+    let kind = spec["names"]["kind"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    if spec["names"].is_object() {
+        if spec["names"]["singular"].as_str().is_none_or(str::is_empty) {
+            spec["names"]["singular"] = json!(kind.to_lowercase());
+        }
+        if spec["names"]["listKind"].as_str().is_none_or(str::is_empty) && !kind.is_empty() {
+            spec["names"]["listKind"] = json!(format!("{kind}List"));
+        }
+    }
+    if spec["conversion"].is_null() {
+        spec["conversion"] = json!({"strategy": "None"});
+    }
+}
+
+/// The resource types a CRD object serves (one per served version), or why it is invalid.
+pub fn resource_types(crd: &Value) -> Result<Vec<ResourceType>, ApiError> {
+    let name = crd["metadata"]["name"].as_str().unwrap_or_default();
+    let spec = &crd["spec"];
+    let group = required_str(name, spec, "group")?;
+    let plural =
+        required_str(name, &spec["names"], "plural").map_err(|e| in_names(e, name, "plural"))?;
+    let kind = required_str(name, &spec["names"], "kind").map_err(|e| in_names(e, name, "kind"))?;
+    if name != format!("{plural}.{group}") {
+        let detail =
+            format!("Invalid value: \"{name}\": must be spec.names.plural+\".\"+spec.group");
+        return Err(ApiError::invalid(
+            KIND,
+            name,
+            "metadata.name",
+            "FieldValueInvalid",
+            &detail,
+        ));
+    }
+    let namespaced = match spec["scope"].as_str() {
+        Some("Namespaced") => true,
+        Some("Cluster") => false,
+        _ => {
+            return Err(invalid(
+                name,
+                "spec.scope",
+                "Unsupported value: must be Namespaced or Cluster",
+            ));
+        }
+    };
+    let versions = spec["versions"].as_array().filter(|v| !v.is_empty());
+    let versions = versions.ok_or_else(|| {
+        invalid(
+            name,
+            "spec.versions",
+            "Required value: must have at least one version",
+        )
+    })?;
+    let names = &spec["names"];
+    let singular = names["singular"]
+        .as_str()
+        .filter(|s| !s.is_empty())
+        .map_or_else(|| kind.to_lowercase(), str::to_owned);
+    let storage_version = versions
+        .iter()
+        .find(|v| v["storage"] == true)
+        .and_then(|v| v["name"].as_str())
+        .unwrap_or_default();
+    let served = versions
+        .iter()
+        .filter(|v| v["served"].as_bool().unwrap_or(false));
+    Ok(served
+        .filter_map(|v| {
+            Some(ResourceType {
+                group: group.to_owned(),
+                version: v["name"].as_str()?.to_owned(),
+                storage_version: storage_version.to_owned(),
+                plural: plural.to_owned(),
+                singular: singular.clone(),
+                kind: kind.to_owned(),
+                namespaced,
+                status_subresource: v["subresources"]["status"].is_object(),
+                short_names: string_list(&names["shortNames"]),
+                categories: string_list(&names["categories"]),
+                generation: GenerationPolicy::Spec,
+                special: Special::None,
+                defined_by: Some(name.to_owned()),
+            })
+        })
+        .collect())
+}
+
+/// The status the apiserver's CRD controllers converge to: names accepted, established.
+/// Condition timestamps are kept from `previous` so an unchanged CRD stays unchanged.
+pub fn established_status(crd: &Value, previous: &Value, now: &str) -> Value {
+    let names = &crd["spec"]["names"];
+    let kind = names["kind"].as_str().unwrap_or_default();
+    let mut accepted = names.clone();
+    if accepted["singular"].as_str().is_none_or(str::is_empty) {
+        accepted["singular"] = json!(kind.to_lowercase());
+    }
+    if accepted["listKind"].as_str().is_none_or(str::is_empty) {
+        accepted["listKind"] = json!(format!("{kind}List"));
+    }
+    let since = |condition: &str| {
+        previous["conditions"]
+            .as_array()
+            .and_then(|cs| cs.iter().find(|c| c["type"] == condition))
+            .and_then(|c| c["lastTransitionTime"].as_str())
+            .unwrap_or(now)
+            .to_owned()
+    };
+    json!({
+        "conditions": [
+            {"type": "NamesAccepted", "status": "True", "reason": "NoConflicts", "message": "no conflicts found", "lastTransitionTime": since("NamesAccepted")},
+            {"type": "Established", "status": "True", "reason": "InitialNamesAccepted", "message": "the initial names have been accepted", "lastTransitionTime": since("Established")},
+        ],
+        "acceptedNames": accepted,
+        "storedVersions": stored_versions(crd, previous),
+    })
+}
+
+fn stored_versions(crd: &Value, previous: &Value) -> Vec<String> {
+    let mut stored = string_list(&previous["storedVersions"]);
+    let storage = crd["spec"]["versions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|v| v["storage"] == true);
+    for version in storage.filter_map(|v| v["name"].as_str()) {
+        if !stored.iter().any(|s| s == version) {
+            stored.push(version.to_owned());
+        }
+    }
+    stored
+}
+
+fn required_str<'a>(name: &str, parent: &'a Value, field: &str) -> Result<&'a str, ApiError> {
+    parent[field]
+        .as_str()
+        .filter(|s| !s.is_empty())
+        .ok_or_else(|| invalid(name, &format!("spec.{field}"), "Required value"))
+}
+
+fn in_names(_: ApiError, name: &str, field: &str) -> ApiError {
+    invalid(name, &format!("spec.names.{field}"), "Required value")
+}
+
+fn invalid(name: &str, field: &str, detail: &str) -> ApiError {
+    ApiError::invalid(KIND, name, field, "FieldValueInvalid", detail)
+}
+
+fn string_list(value: &Value) -> Vec<String> {
+    value
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|s| s.as_str().map(str::to_owned))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn crd() -> Value {
+        json!({
+            "metadata": {"name": "multiclusterservices.networking.karmada.io"},
+            "spec": {
+                "group": "networking.karmada.io",
+                "names": {"plural": "multiclusterservices", "kind": "MultiClusterService", "shortNames": ["mcs"]},
+                "scope": "Namespaced",
+                "versions": [
+                    {"name": "v1alpha1", "served": true, "storage": true, "subresources": {"status": {}}},
+                    {"name": "v1alpha0", "served": false, "storage": false},
+                ],
+            },
+        })
+    }
+
+    #[test]
+    fn served_versions_become_resource_types() {
+        let types = resource_types(&crd()).unwrap();
+        assert_eq!(types.len(), 1);
+        let t = &types[0];
+        assert_eq!(
+            (t.group.as_str(), t.version.as_str(), t.plural.as_str()),
+            ("networking.karmada.io", "v1alpha1", "multiclusterservices")
+        );
+        assert_eq!(t.singular, "multiclusterservice");
+        assert_eq!(t.storage_version, "v1alpha1");
+        assert!(t.namespaced && t.status_subresource);
+        assert_eq!(t.short_names, vec!["mcs"]);
+    }
+
+    #[test]
+    fn name_must_be_plural_dot_group() {
+        let mut bad = crd();
+        bad["metadata"]["name"] = json!("wrong.example.com");
+        let error = resource_types(&bad).unwrap_err();
+        assert_eq!(error.code, 422);
+        assert!(
+            error.message.contains("must be spec.names.plural"),
+            "{}",
+            error.message
+        );
+    }
+
+    #[test]
+    fn created_crds_get_defaults_and_a_status_with_nothing_accepted_yet() {
+        let mut created = crd();
+        prepare(&mut created, &Value::Null).unwrap();
+        assert_eq!(created["spec"]["names"]["singular"], "multiclusterservice");
+        assert_eq!(
+            created["spec"]["names"]["listKind"],
+            "MultiClusterServiceList"
+        );
+        assert_eq!(created["spec"]["conversion"], json!({"strategy": "None"}));
+        assert_eq!(
+            created["status"],
+            json!({"conditions": null, "acceptedNames": {"plural": "", "kind": ""}, "storedVersions": ["v1alpha1"]})
+        );
+    }
+
+    #[test]
+    fn updates_keep_the_status_and_add_a_new_storage_version() {
+        let established = established_status(&crd(), &Value::Null, "2024-01-01T00:00:00Z");
+        let mut updated = crd();
+        updated["spec"]["versions"][0]["storage"] = json!(false);
+        updated["spec"]["versions"][1]["storage"] = json!(true);
+        prepare(&mut updated, &established).unwrap();
+        assert_eq!(updated["status"]["conditions"], established["conditions"]);
+        assert_eq!(
+            updated["status"]["storedVersions"],
+            json!(["v1alpha1", "v1alpha0"])
+        );
+    }
+
+    #[test]
+    fn status_is_established_and_keeps_transition_times() {
+        let first = established_status(&crd(), &Value::Null, "2024-01-01T00:00:00Z");
+        assert_eq!(first["conditions"][1]["type"], "Established");
+        assert_eq!(
+            first["acceptedNames"]["listKind"],
+            "MultiClusterServiceList"
+        );
+        assert_eq!(first["storedVersions"], json!(["v1alpha1"]));
+        let again = established_status(&crd(), &first, "2025-01-01T00:00:00Z");
+        assert_eq!(first, again);
+    }
+}
