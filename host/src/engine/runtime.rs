@@ -258,6 +258,7 @@ impl Runtime {
         config
             .cranelift_opt_level(OptLevel::Speed)
             .epoch_interruption(true)
+            .parallel_compilation(options.parallel_compilation)
             .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
         let engine = Engine::new(&config).map_err(|e| EngineError::Setup(e.to_string()))?;
 
