@@ -32,7 +32,9 @@ const MAX_QUEUE_WAIT: Duration = Duration::from_millis(500);
 const INLINE_MAX_BODY: usize = 64 << 10;
 
 /// The budget of an evaluation on the async worker; past it, the evaluation moves to a
-/// blocking thread. The epoch deadline rounds it up to whole ticks (5 ms each), plus one.
+/// blocking thread. The epoch deadline rounds it up to whole ticks (5 ms each), plus the tick in
+/// progress and any the ticker owes (`engine/epoch.rs`), so a worker is held 5-10 ms at most
+/// unless the machine is so busy that the ticker itself runs late.
 const INLINE_SLICE: Duration = Duration::from_millis(5);
 
 #[derive(Clone, Copy)]
