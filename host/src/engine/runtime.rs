@@ -344,7 +344,7 @@ impl Runtime {
         let mut store = self.store(budget);
         let result = loaded.pre.instantiate(&mut store).and_then(|instance| {
             let func = instance
-                .get_func(&mut store, &loaded.exports.0[function as usize])
+                .get_func(&mut store, loaded.exports.0[function as usize])
                 .ok_or_else(|| wasmtime::format_err!("export `{}` vanished", function.name()))?;
             call(Callee(func), &mut store)
         });
