@@ -1,7 +1,15 @@
 //! The component's allocator: a bump allocator. The host gives every call a fresh instance
 //! that lives for one evaluation, so memory is never worth returning; allocation becomes a
-//! pointer increment and linear memory grows in large steps. The most recent block is freed or
-//! resized in place, so a growing string or vector does not leave a copy of itself behind.
+//! pointer increment. The most recent block is freed or resized in place, so a growing string
+//! or vector does not leave a copy of itself behind.
+//!
+//! The heap starts at `__heap_base`, right after the stack and static data, and first uses the
+//! rest of the module's *initial* memory (`--initial-memory` in `.cargo/config.toml`). An
+//! admission call fits there, so it never executes `memory.grow`: in wasmtime's pooling
+//! allocator every grow is an `mprotect` of the instance's slot, and the next instance in that
+//! slot `mprotect`s it back; both take the process-wide mmap lock and shoot down TLBs on every
+//! core, which under load cost more than the policy itself (see BENCHMARKS.md). Larger calls
+//! (the endpoint filter on big inputs) still grow memory, in steps of at least 1 MiB.
 //! Compiled for wasm32 only: native builds (unit tests, benchmarks) keep the system allocator.
 
 use core::alloc::{GlobalAlloc, Layout};
@@ -29,9 +37,9 @@ impl Bump {
     /// Makes sure `[.., needed)` is inside linear memory; false when memory cannot grow.
     fn reserve(next: &mut usize, end: &mut usize, needed: usize) -> bool {
         if *end == 0 {
-            // First use: start after everything the module owns.
+            // First use: the heap is what the linker left after the stack and static data.
             *end = core::arch::wasm32::memory_size(0) * PAGE;
-            *next = *end;
+            *next = heap_base().min(*end);
         }
         if needed <= *end {
             return true;
@@ -43,6 +51,15 @@ impl Bump {
         *end += pages * PAGE;
         true
     }
+}
+
+/// The first byte after the stack and static data (a symbol `wasm-ld` defines).
+fn heap_base() -> usize {
+    unsafe extern "C" {
+        static __heap_base: u8;
+    }
+    // Only the address of the linker-defined symbol is taken; it is never read.
+    (&raw const __heap_base) as usize
 }
 
 unsafe impl GlobalAlloc for Bump {

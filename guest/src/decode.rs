@@ -89,9 +89,22 @@ pub fn decode_mcs(raw: &str) -> Result<Mcs, String> {
         return Err("there is no content to decode".to_string());
     }
     let value: Value = serde_json::from_str(raw).map_err(|e| e.to_string())?;
-    let obj = type_meta(&value, raw)?;
-    check(&value, &MCS_SCHEMA)?;
-    Ok(extract(obj))
+    let decoded = type_meta(&value, raw).and_then(|obj| {
+        check(&value, &MCS_SCHEMA)?;
+        Ok(extract(obj))
+    });
+    discard(value);
+    decoded
+}
+
+/// Lets go of a parsed document. In the component nothing is ever freed (`bump.rs`) and the
+/// instance ends with the call, so dropping the tree would only walk it (about a tenth of a
+/// validate call); natively it is dropped as usual.
+fn discard(value: Value) {
+    #[cfg(target_arch = "wasm32")]
+    std::mem::forget(value);
+    #[cfg(not(target_arch = "wasm32"))]
+    drop(value);
 }
 
 /// The apiVersion/kind check the Kubernetes deserializer makes before decoding.

@@ -1,9 +1,14 @@
-//! The endpoint filter ([copies](../../docs/sync.md#copies-the-endpoint-filter)): which
-//! EndpointSlices of a provider cluster a consumer cluster receives, and in what shape.
+//! The endpoint filter (docs/sync.md#collect, docs/sync.md#copies-the-endpoint-filter): which EndpointSlices of a provider cluster a consumer
+//! cluster receives, and in what shape.
+//!
+//! The decision is taken on slice summaries (name, namespace, labels, port names) and answered
+//! with copy instructions (`SliceCopy`): the endpoints, which a copy carries verbatim, never
+//! cross the component boundary (WIT `filter`). `filter` applies the same decision to whole
+//! slices, for native callers and tests.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::{EndpointPort, EndpointSlice, McsRef, ServicePort};
+use crate::{EndpointPort, EndpointSlice, McsRef, ServicePort, SliceCopy, SliceSummary};
 
 pub const SERVICE_NAME_LABEL: &str = "kubernetes.io/service-name";
 pub const MANAGED_BY_LABEL: &str = "endpointslice.kubernetes.io/managed-by";
@@ -15,8 +20,28 @@ const MAX_NAME: usize = 253;
 /// `-` plus 16 hex digits of the hash.
 const HASH_SUFFIX_LEN: usize = 17;
 
-/// The copies `consumer` must hold of `source`'s slices for this MCS (WIT `filter`): none when
-/// the consumer is the source (never back to the provider), else [`copies`].
+/// The copies `consumer` must hold of `source`'s slices for this MCS, as instructions: which
+/// slice, under what name, labels and annotations, with which of its ports.
+pub fn copies(
+    mcs: &McsRef,
+    service_ports: Option<&[ServicePort]>,
+    source: &str,
+    consumer: &str,
+    slices: &[SliceSummary],
+) -> Vec<SliceCopy> {
+    if source == consumer {
+        return Vec::new();
+    }
+    let allowed = allowed_port_names(mcs, service_ports);
+    slices
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| is_source_slice(s, mcs))
+        .filter_map(|(i, s)| copy_of(i, s, mcs, source, allowed.as_ref()))
+        .collect()
+}
+
+/// The copies `consumer` must hold of `source`'s slices for this MCS (`copies`, applied).
 pub fn filter(
     mcs: &McsRef,
     service_ports: Option<&[ServicePort]>,
@@ -24,19 +49,47 @@ pub fn filter(
     consumer: &str,
     slices: Vec<EndpointSlice>,
 ) -> Vec<EndpointSlice> {
-    if source == consumer {
-        return Vec::new();
-    }
-    let allowed = allowed_port_names(mcs, service_ports);
-    slices
-        .into_iter()
-        .filter(|s| is_source_slice(s, mcs))
-        .filter_map(|s| copy_slice(s, mcs, source, allowed.as_ref()))
+    let summaries: Vec<SliceSummary> = slices.iter().map(summary).collect();
+    let plan = copies(mcs, service_ports, source, consumer, &summaries);
+    let mut slices: Vec<Option<EndpointSlice>> = slices.into_iter().map(Some).collect();
+    plan.into_iter()
+        .filter_map(|copy| {
+            let slice = slices.get_mut(copy.source as usize)?.take()?;
+            Some(apply(copy, slice))
+        })
         .collect()
 }
 
+/// What `copies` reads of a slice.
+pub fn summary(slice: &EndpointSlice) -> SliceSummary {
+    SliceSummary {
+        name: slice.name.clone(),
+        namespace: slice.namespace.clone(),
+        labels: slice.labels.clone(),
+        port_names: slice.ports.iter().map(|p| p.name.clone()).collect(),
+    }
+}
+
+/// The copy `copy` describes, made from `slice` (the one at `copy.source`).
+pub fn apply(copy: SliceCopy, slice: EndpointSlice) -> EndpointSlice {
+    let mut ports: Vec<Option<EndpointPort>> = slice.ports.into_iter().map(Some).collect();
+    EndpointSlice {
+        name: copy.name,
+        namespace: slice.namespace,
+        labels: copy.labels,
+        annotations: copy.annotations,
+        address_type: slice.address_type,
+        endpoints: slice.endpoints,
+        ports: copy
+            .ports
+            .iter()
+            .filter_map(|&i| ports.get_mut(i as usize)?.take())
+            .collect(),
+    }
+}
+
 /// A slice of this Service that the multi-cluster machinery did not make (the loop guard).
-fn is_source_slice(slice: &EndpointSlice, mcs: &McsRef) -> bool {
+fn is_source_slice(slice: &SliceSummary, mcs: &McsRef) -> bool {
     let label = |key: &str| {
         slice
             .labels
@@ -84,36 +137,34 @@ fn allowed_port_names(
     Some(allowed)
 }
 
-fn copy_slice(
-    slice: EndpointSlice,
+fn copy_of(
+    index: usize,
+    slice: &SliceSummary,
     mcs: &McsRef,
     source: &str,
     allowed: Option<&BTreeSet<String>>,
-) -> Option<EndpointSlice> {
-    let ports: Vec<EndpointPort> = match allowed {
-        None => slice.ports,
-        Some(names) => {
-            let kept: Vec<EndpointPort> = slice
-                .ports
-                .into_iter()
-                .filter(|p| names.contains(p.name.as_deref().unwrap_or("")))
-                .collect();
-            if kept.is_empty() {
-                return None;
-            }
-            kept
-        }
-    };
-    Some(EndpointSlice {
+) -> Option<SliceCopy> {
+    let ports: Vec<u32> = slice
+        .port_names
+        .iter()
+        .enumerate()
+        .filter(|(_, name)| match allowed {
+            None => true,
+            Some(names) => names.contains(name.as_deref().unwrap_or("")),
+        })
+        .map(|(i, _)| i as u32)
+        .collect();
+    if allowed.is_some() && ports.is_empty() {
+        return None;
+    }
+    Some(SliceCopy {
+        source: index as u32,
         name: copy_name(source, &slice.name),
-        namespace: slice.namespace,
         labels: vec![
             (SERVICE_NAME_LABEL.to_string(), mcs.name.clone()),
             (MANAGED_BY_LABEL.to_string(), DISPATCH_MANAGER.to_string()),
         ],
         annotations: vec![(PROVISION_CLUSTER_ANNOTATION.to_string(), source.to_string())],
-        address_type: slice.address_type,
-        endpoints: slice.endpoints,
         ports,
     })
 }
@@ -243,6 +294,25 @@ mod tests {
         );
         assert_eq!(copy.endpoints, own("x").endpoints);
         assert_eq!(copy.ports.len(), 2);
+    }
+
+    #[test]
+    fn copies_name_the_input_slice_and_the_ports_kept_by_index() {
+        let other = slice("b", &[(SERVICE_NAME_LABEL, "api")], vec![]);
+        let summaries: Vec<SliceSummary> =
+            [other, own("a"), own("c")].iter().map(summary).collect();
+        let sp = service_ports();
+        let plan = copies(&mcs(&[("metrics", 0)]), Some(&sp), "m1", "m2", &summaries);
+        assert_eq!(
+            plan.iter()
+                .map(|c| (c.source, c.name.as_str(), c.ports.clone()))
+                .collect::<Vec<_>>(),
+            vec![(1, "m1-a", vec![1]), (2, "m1-c", vec![1])]
+        );
+        assert_eq!(
+            plan[0].annotations,
+            vec![(PROVISION_CLUSTER_ANNOTATION.to_string(), "m1".to_string())]
+        );
     }
 
     #[test]

@@ -52,14 +52,14 @@ impl Guest for Component {
         service_ports: Option<Vec<ServicePort>>,
         source_cluster: String,
         consumer_cluster: String,
-        slices: Vec<EndpointSlice>,
-    ) -> Vec<EndpointSlice> {
-        filter::filter(
+        slices: Vec<SliceSummary>,
+    ) -> Vec<SliceCopy> {
+        filter::copies(
             &mcs,
             service_ports.as_deref(),
             &source_cluster,
             &consumer_cluster,
-            slices,
+            &slices,
         )
     }
 

@@ -184,46 +184,55 @@ pub fn json_kind(v: &Value) -> &'static str {
 
 /// Checks `value` against `ty`; the error is Go's message for the first mismatch.
 pub fn check(value: &Value, ty: &Ty) -> Result<(), String> {
-    check_at(value, ty, &Where::root())
+    check_at(value, ty, &Where::Root)
 }
 
-/// Where a value sits: the innermost Go struct and the JSON path of keys from the root.
-#[derive(Clone)]
-struct Where {
-    go_struct: &'static str,
-    path: String,
+/// Where a value sits: the innermost Go struct and the chain of JSON keys from the root. A
+/// chain of borrowed links, rendered only when there is an error to report: building the path
+/// of every field checked was most of the cost of a successful check.
+enum Where<'a> {
+    Root,
+    Field {
+        parent: &'a Where<'a>,
+        go_struct: &'static str,
+        key: &'a str,
+    },
 }
 
-impl Where {
-    fn root() -> Self {
-        Where {
-            go_struct: "",
-            path: String::new(),
+impl Where<'_> {
+    fn field<'a>(&'a self, go_struct: &'static str, key: &'a str) -> Where<'a> {
+        Where::Field {
+            parent: self,
+            go_struct,
+            key,
         }
     }
 
-    fn field(&self, go_struct: &'static str, key: &str) -> Self {
-        let path = if self.path.is_empty() {
-            key.to_string()
-        } else {
-            format!("{}.{key}", self.path)
-        };
-        Where { go_struct, path }
+    /// The dotted JSON path, e.g. `spec.ports.port`.
+    fn push_path(&self, out: &mut String) {
+        if let Where::Field { parent, key, .. } = self {
+            parent.push_path(out);
+            if !out.is_empty() {
+                out.push('.');
+            }
+            out.push_str(key);
+        }
     }
 
     fn mismatch(&self, what: &str, go_type: &str) -> String {
-        if self.path.is_empty() {
+        let Where::Field { go_struct, .. } = self else {
             return format!("json: cannot unmarshal {what} into Go value of type {go_type}");
-        }
-        let short = self.go_struct.rsplit('.').next().unwrap_or(self.go_struct);
+        };
+        let mut path = String::new();
+        self.push_path(&mut path);
+        let short = go_struct.rsplit('.').next().unwrap_or(go_struct);
         format!(
-            "json: cannot unmarshal {what} into Go struct field {short}.{} of type {go_type}",
-            self.path
+            "json: cannot unmarshal {what} into Go struct field {short}.{path} of type {go_type}"
         )
     }
 }
 
-fn check_at(value: &Value, ty: &Ty, at: &Where) -> Result<(), String> {
+fn check_at(value: &Value, ty: &Ty, at: &Where<'_>) -> Result<(), String> {
     if value.is_null() {
         return Ok(());
     }
@@ -258,7 +267,7 @@ fn check_at(value: &Value, ty: &Ty, at: &Where) -> Result<(), String> {
     }
 }
 
-fn check_int(value: &Value, name: &str, bits: u32, at: &Where) -> Result<(), String> {
+fn check_int(value: &Value, name: &str, bits: u32, at: &Where<'_>) -> Result<(), String> {
     let Value::Number(n) = value else {
         return Err(at.mismatch(json_kind(value), name));
     };

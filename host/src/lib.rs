@@ -18,6 +18,7 @@ pub mod duration;
 pub mod engine;
 pub mod eval;
 pub mod logging;
+pub mod malloc;
 pub mod manifests;
 pub mod reload;
 pub mod settings;

@@ -26,6 +26,7 @@ fn run(args: Args) -> anyhow::Result<()> {
     let _ = rustls::crypto::ring::default_provider().install_default();
     match args.command {
         Command::Serve(serve) => {
+            mcs_policy::malloc::limit_arenas();
             let runtime = tokio::runtime::Builder::new_multi_thread()
                 .enable_all()
                 .build()
@@ -34,6 +35,7 @@ fn run(args: Args) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Sync(sync) => {
+            mcs_policy::malloc::limit_arenas();
             let runtime = tokio::runtime::Builder::new_multi_thread()
                 .enable_all()
                 .build()

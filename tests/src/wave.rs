@@ -2,8 +2,8 @@
 //! policy's exported functions, built from the same fixtures the other hosts run.
 
 use mcs_policy::engine::types::{
-    AdmissionRequest, Context, EndpointSlice, LoadBalancerIngress, LoadBalancerReport, McsRef,
-    Operation, ProviderIngress, ProviderLoadBalancer, ServicePort, Settings,
+    AdmissionRequest, Context, LoadBalancerIngress, LoadBalancerReport, McsRef, Operation,
+    ProviderIngress, ProviderLoadBalancer, ServicePort, Settings, SliceSummary,
 };
 
 /// A WAVE string literal: `\u{...}` escapes, never JSON's `\uXXXX`.
@@ -40,10 +40,6 @@ fn pairs(items: &[(String, String)]) -> String {
 
 fn opt_str(v: &Option<String>) -> String {
     option(v.as_deref().map(string))
-}
-
-fn opt_bool(v: Option<bool>) -> String {
-    option(v.map(|b| b.to_string()))
 }
 
 pub fn request(r: &AdmissionRequest) -> String {
@@ -105,60 +101,19 @@ pub fn mcs(m: &McsRef) -> String {
     )
 }
 
-pub fn slice(s: &EndpointSlice) -> String {
-    let endpoints = list(&s.endpoints, |e| {
-        let target = option(e.target_ref.as_ref().map(|r| {
-            format!(
-                "{{kind: {}, namespace: {}, name: {}, uid: {}, api-version: {}, resource-version: {}, field-path: {}}}",
-                opt_str(&r.kind),
-                opt_str(&r.namespace),
-                opt_str(&r.name),
-                opt_str(&r.uid),
-                opt_str(&r.api_version),
-                opt_str(&r.resource_version),
-                opt_str(&r.field_path)
-            )
-        }));
-        let hints = option(e.hints.as_ref().map(|h| {
-            format!(
-                "{{for-zones: {}, for-nodes: {}}}",
-                list(&h.for_zones, |z| string(z)),
-                list(&h.for_nodes, |n| string(n))
-            )
-        }));
-        format!(
-            "{{addresses: {}, conditions: {{ready: {}, serving: {}, terminating: {}}}, hostname: {}, node-name: {}, zone: {}, target-ref: {target}, hints: {hints}, deprecated-topology: {}}}",
-            list(&e.addresses, |a| string(a)),
-            opt_bool(e.conditions.ready),
-            opt_bool(e.conditions.serving),
-            opt_bool(e.conditions.terminating),
-            opt_str(&e.hostname),
-            opt_str(&e.node_name),
-            opt_str(&e.zone),
-            pairs(&e.deprecated_topology)
-        )
-    });
-    let ports = list(&s.ports, |p| {
-        format!(
-            "{{name: {}, port: {}, protocol: {}, app-protocol: {}}}",
-            opt_str(&p.name),
-            option(p.port.map(|n| n.to_string())),
-            opt_str(&p.protocol),
-            opt_str(&p.app_protocol)
-        )
-    });
+/// A `slice-summary` (what the endpoint filter reads of a slice).
+pub fn summary(s: &SliceSummary) -> String {
     format!(
-        "{{name: {}, namespace: {}, labels: {}, annotations: {}, address-type: {}, endpoints: {endpoints}, ports: {ports}}}",
+        "{{name: {}, namespace: {}, labels: {}, port-names: {}}}",
         string(&s.name),
         string(&s.namespace),
         pairs(&s.labels),
-        pairs(&s.annotations),
-        string(&s.address_type)
+        list(&s.port_names, opt_str)
     )
 }
 
-pub fn slices(items: &[EndpointSlice]) -> String {
-    list(items, slice)
+pub fn summaries(items: &[SliceSummary]) -> String {
+    list(items, summary)
 }
 
 /// `list<load-balancer-ingress>`.

@@ -36,6 +36,7 @@ impl EngineArgs {
             max_concurrency: self.max_concurrency.max(1),
             epoch_tick: Duration::from_millis(5),
             cache_dir: self.cache_dir.clone(),
+            parallel_compilation: false,
             ..EngineOptions::default()
         }
     }

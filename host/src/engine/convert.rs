@@ -1,6 +1,6 @@
-//! Kubernetes objects (k8s-openapi) ⇄ WIT records for the endpoint filter and the load balancer
-//! status, and Services ⇄ the JSON text of the `service` function. Field-for-field copies: no
-//! decision is taken here.
+//! Kubernetes objects (k8s-openapi) ⇄ WIT records for the endpoint filter (with its slice
+//! summaries and the assembly of its copies) and the load balancer status, and Services ⇄ the
+//! JSON text of the `service` function. Field-for-field copies: no decision is taken here.
 
 use std::collections::BTreeMap;
 
@@ -27,6 +27,54 @@ pub fn slice_to_wit(slice: &discovery::EndpointSlice) -> types::EndpointSlice {
             .collect(),
         ports: slice.ports.iter().flatten().map(port_to_wit).collect(),
     }
+}
+
+/// What the endpoint filter reads of a slice (WIT `slice-summary`).
+pub fn summary(slice: &types::EndpointSlice) -> types::SliceSummary {
+    types::SliceSummary {
+        name: slice.name.clone(),
+        namespace: slice.namespace.clone(),
+        labels: slice.labels.clone(),
+        port_names: slice.ports.iter().map(|p| p.name.clone()).collect(),
+    }
+}
+
+/// The copy the filter described, made from the slice it names in `slices`: its namespace,
+/// address type and endpoints, the ports it lists. An error when the component named a slice or
+/// a port that does not exist.
+pub fn assemble(
+    copy: types::SliceCopy,
+    slices: &[types::EndpointSlice],
+) -> Result<types::EndpointSlice, String> {
+    let slice = slices.get(copy.source as usize).ok_or_else(|| {
+        format!(
+            "the filter answered with a copy of slice {} of {}",
+            copy.source,
+            slices.len()
+        )
+    })?;
+    let ports = copy
+        .ports
+        .iter()
+        .map(|&i| {
+            slice.ports.get(i as usize).cloned().ok_or_else(|| {
+                format!(
+                    "the filter kept port {i} of the {} of slice {}",
+                    slice.ports.len(),
+                    slice.name
+                )
+            })
+        })
+        .collect::<Result<_, _>>()?;
+    Ok(types::EndpointSlice {
+        name: copy.name,
+        namespace: slice.namespace.clone(),
+        labels: copy.labels,
+        annotations: copy.annotations,
+        address_type: slice.address_type.clone(),
+        endpoints: slice.endpoints.clone(),
+        ports,
+    })
 }
 
 /// A copy made by the component, as a Kubernetes object.
@@ -250,6 +298,51 @@ mod tests {
         let mut changed = read_back.clone();
         changed.address_type = "IPv6".into();
         assert_ne!(canonical(&copy), changed);
+    }
+
+    #[test]
+    fn assembles_a_copy_from_the_slice_and_ports_it_names() {
+        let port = |name: &str| types::EndpointPort {
+            name: Some(name.into()),
+            port: Some(80),
+            protocol: None,
+            app_protocol: None,
+        };
+        let source = types::EndpointSlice {
+            name: "web-1".into(),
+            namespace: "shop".into(),
+            labels: vec![("a".into(), "b".into())],
+            annotations: vec![("c".into(), "d".into())],
+            address_type: "IPv6".into(),
+            endpoints: vec![],
+            ports: vec![port("http"), port("metrics")],
+        };
+        let copy = |source: u32, ports: Vec<u32>| types::SliceCopy {
+            source,
+            name: "m1-web-1".into(),
+            labels: vec![("l".into(), "v".into())],
+            annotations: vec![],
+            ports,
+        };
+        let summary = summary(&source);
+        assert_eq!(
+            summary.port_names,
+            vec![Some("http".into()), Some("metrics".into())]
+        );
+        let slices = [source];
+        let made = assemble(copy(0, vec![1]), &slices).unwrap();
+        assert_eq!(
+            (
+                made.name.as_str(),
+                made.namespace.as_str(),
+                made.address_type.as_str()
+            ),
+            ("m1-web-1", "shop", "IPv6")
+        );
+        assert_eq!(made.labels, vec![("l".to_string(), "v".to_string())]);
+        assert_eq!(made.ports, vec![port("metrics")]);
+        assert!(assemble(copy(1, vec![]), &slices).is_err());
+        assert!(assemble(copy(0, vec![2]), &slices).is_err());
     }
 
     #[test]

@@ -1,6 +1,16 @@
 //! HTTP handlers. An admission call: parse the review (400 if it is not one), wait briefly for
-//! an evaluation slot (answer "overloaded" at once if none frees up), run the component on a
-//! blocking thread within the request's budget, and build the response (pure, in `review`).
+//! an evaluation slot (answer "overloaded" at once if none frees up), run the component within
+//! the request's budget, and build the response (pure, in `review`).
+//!
+//! Where the component runs: a small request is evaluated right on the async worker thread,
+//! with a deadline of one epoch tick ([`INLINE_SLICE`]). A real evaluation of a small object
+//! takes tens of microseconds, far below that, and handing it to a blocking thread and back
+//! cost more CPU than the evaluation itself (two thread wake-ups and context switches per
+//! request; BENCHMARKS.md). A request that runs out of that slice (a pathological object, a
+//! hostile component) is evaluated again from scratch on a blocking thread with the rest of its
+//! budget: the component is a pure function and every call gets a fresh instance, so the retry
+//! gives the same answer, and a worker is never held for more than about two ticks. Large
+//! bodies ([`INLINE_MAX_BODY`]) go to a blocking thread directly.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -17,6 +27,15 @@ use super::{AppState, deadline};
 
 /// Longest wait for a free evaluation slot before answering "overloaded".
 const MAX_QUEUE_WAIT: Duration = Duration::from_millis(500);
+
+/// Bodies larger than this are evaluated on a blocking thread from the start.
+const INLINE_MAX_BODY: usize = 64 << 10;
+
+/// The budget of an evaluation on the async worker; past it, the evaluation moves to a
+/// blocking thread. The epoch deadline rounds it up to whole ticks (5 ms each), plus the tick in
+/// progress and any the ticker owes (`engine/epoch.rs`), so a worker is held 5-10 ms at most
+/// unless the machine is so busy that the ticker itself runs late.
+const INLINE_SLICE: Duration = Duration::from_millis(5);
 
 #[derive(Clone, Copy)]
 enum Hook {
@@ -41,14 +60,25 @@ pub async fn mutate(State(state): State<AppState>, uri: Uri, body: Bytes) -> Res
     admit(state, Hook::Mutate, uri, body).await
 }
 
+/// The route a request came in on, as a metrics label.
+fn route(uri: &Uri) -> &'static str {
+    match uri.path() {
+        "/validate" => "/validate",
+        "/validate-multiclusterservice" => "/validate-multiclusterservice",
+        "/mutate" => "/mutate",
+        "/mutate-multiclusterservice" => "/mutate-multiclusterservice",
+        _ => "other",
+    }
+}
+
 async fn admit(state: AppState, hook: Hook, uri: Uri, body: Bytes) -> Response {
-    let path = uri.path().to_string();
+    let path = route(&uri);
     let started = Instant::now();
     let budget = deadline::budget(uri.query(), state.default_timeout, state.timeout_margin);
     let review = match review::parse_review(&body) {
         Ok(review) => review,
         Err(err) => {
-            state.metrics.request(&path, "bad_request");
+            state.metrics.request(path, "bad_request");
             tracing::info!(path, error = %err, "refused a request that is not an AdmissionReview");
             return (
                 StatusCode::BAD_REQUEST,
@@ -57,10 +87,12 @@ async fn admit(state: AppState, hook: Hook, uri: Uri, body: Bytes) -> Response {
                 .into_response();
         }
     };
+    let inline = body.len() <= INLINE_MAX_BODY;
+    drop(body);
     let review = Arc::new(review);
-    let out = evaluate(&state, hook, &review, started, budget).await;
+    let out = evaluate(&state, hook, &review, started, budget, inline).await;
     let outcome = out.outcome();
-    state.metrics.request(&path, outcome);
+    state.metrics.request(path, outcome);
     let elapsed_ms = started.elapsed().as_secs_f64() * 1e3;
     if matches!(outcome, "allowed" | "patched") {
         tracing::debug!(uid = %review.request.uid, path, outcome, elapsed_ms, "admission answered");
@@ -85,35 +117,48 @@ async fn evaluate(
     review: &Arc<Review>,
     started: Instant,
     budget: Duration,
+    inline: bool,
 ) -> ReviewOut {
     let wait = (budget / 4).min(MAX_QUEUE_WAIT);
-    let permit = match tokio::time::timeout(wait, state.slots.clone().acquire_owned()).await {
-        Ok(Ok(permit)) => permit,
-        _ => {
-            state.metrics.overload();
-            return review::overload_response(review);
+    let permit = match state.slots.clone().try_acquire_owned() {
+        Ok(permit) => permit,
+        Err(_) => match tokio::time::timeout(wait, state.slots.clone().acquire_owned()).await {
+            Ok(Ok(permit)) => permit,
+            _ => {
+                state.metrics.overload();
+                return review::overload_response(review);
+            }
+        },
+    };
+    let context = state.context.for_object(&review.namespace, &review.name);
+    let remaining = budget.saturating_sub(started.elapsed());
+    let mut answer = None;
+    if inline && remaining > INLINE_SLICE {
+        let t = Instant::now();
+        match run(state, hook, review, &context, INLINE_SLICE) {
+            Err(crate::engine::EngineError::Timeout { .. }) => {
+                tracing::debug!(uid = %review.request.uid, "evaluation moved to a blocking thread after its inline slice");
+            }
+            out => answer = Some((out, t.elapsed())),
+        }
+    }
+    let answer = match answer {
+        Some(answer) => Ok(answer),
+        None => {
+            let remaining = budget.saturating_sub(started.elapsed());
+            let job_state = state.clone();
+            // Shared, not copied: the object may be megabytes.
+            let job_review = Arc::clone(review);
+            tokio::task::spawn_blocking(move || {
+                let _permit = permit;
+                let t = Instant::now();
+                let out = run(&job_state, hook, &job_review, &context, remaining);
+                (out, t.elapsed())
+            })
+            .await
         }
     };
-    let remaining = budget.saturating_sub(started.elapsed());
-    let engine = state.engine.clone();
-    let policy = state.policy.clone();
-    let context = state.context.for_object(&review.namespace, &review.name);
-    // Shared, not copied: the object may be megabytes.
-    let job_review = Arc::clone(review);
-    let job = tokio::task::spawn_blocking(move || {
-        let _permit = permit;
-        let t = Instant::now();
-        let out = match hook {
-            Hook::Validate => engine
-                .validate(&job_review.request, &policy.settings, &context, remaining)
-                .map(|verdict| review::validation_response(&job_review, verdict)),
-            Hook::Mutate => engine
-                .mutate(&job_review.request, &policy.settings, remaining)
-                .map(|patch| review::mutation_response(&job_review, patch)),
-        };
-        (out, t.elapsed())
-    });
-    match job.await {
+    match answer {
         Ok((Ok(out), took)) => {
             state
                 .metrics
@@ -139,6 +184,26 @@ async fn evaluate(
                 },
             )
         }
+    }
+}
+
+/// One evaluation in a fresh instance within `budget`, and the response it makes.
+fn run(
+    state: &AppState,
+    hook: Hook,
+    review: &Review,
+    context: &crate::engine::types::Context,
+    budget: Duration,
+) -> Result<ReviewOut, crate::engine::EngineError> {
+    match hook {
+        Hook::Validate => state
+            .engine
+            .validate(&review.request, &state.policy.settings, context, budget)
+            .map(|verdict| review::validation_response(review, verdict)),
+        Hook::Mutate => state
+            .engine
+            .mutate(&review.request, &state.policy.settings, budget)
+            .map(|patch| review::mutation_response(review, patch)),
     }
 }
 

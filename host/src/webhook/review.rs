@@ -31,17 +31,18 @@ pub enum ReviewError {
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct ReviewIn {
+struct ReviewIn<'a> {
     #[serde(default)]
     api_version: String,
     #[serde(default)]
     kind: String,
-    request: Option<RequestIn>,
+    #[serde(borrow)]
+    request: Option<RequestIn<'a>>,
 }
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct RequestIn {
+struct RequestIn<'a> {
     #[serde(default)]
     uid: String,
     #[serde(default)]
@@ -50,8 +51,11 @@ struct RequestIn {
     namespace: String,
     #[serde(default)]
     name: String,
-    object: Option<Box<RawValue>>,
-    old_object: Option<Box<RawValue>>,
+    // Borrowed from the body: copied once, into the request the component gets.
+    #[serde(borrow)]
+    object: Option<&'a RawValue>,
+    #[serde(borrow)]
+    old_object: Option<&'a RawValue>,
 }
 
 /// A parsed review: the WIT request plus what the response and the logs need.
@@ -65,7 +69,7 @@ pub struct Review {
 
 /// Parses an AdmissionReview from JSON bytes.
 pub fn parse_review(body: &[u8]) -> Result<Review, ReviewError> {
-    let review: ReviewIn =
+    let review: ReviewIn<'_> =
         serde_json::from_slice(body).map_err(|e| ReviewError::Json(e.to_string()))?;
     if !API_VERSIONS.contains(&review.api_version.as_str()) {
         return Err(ReviewError::ApiVersion(review.api_version));
@@ -84,7 +88,11 @@ pub fn parse_review(body: &[u8]) -> Result<Review, ReviewError> {
         "CONNECT" => Operation::Connect,
         other => return Err(ReviewError::Operation(other.to_string())),
     };
-    let raw = |v: Option<Box<RawValue>>| v.map(|r| r.get().to_string()).filter(|s| s != "null");
+    let raw = |v: Option<&RawValue>| {
+        v.map(RawValue::get)
+            .filter(|s| *s != "null")
+            .map(str::to_string)
+    };
     Ok(Review {
         api_version: review.api_version,
         namespace: req.namespace,

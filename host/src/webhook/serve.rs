@@ -49,6 +49,7 @@ pub async fn serve(
 ) -> Result<(), ServeError> {
     let (policy, context) = args.policy.load()?;
     let engine = args.engine.load()?;
+    crate::malloc::release_freed();
     let files = certificate_files(&args)?;
     let resolver = ReloadingResolver::new(tls::load_certified_key(&files)?);
     let tls_config = tls::server_config(resolver.clone())?;
@@ -196,7 +197,11 @@ fn spawn_reloaders(
         tokio::spawn(watch_files(
             vec![watched],
             args.reload_interval,
-            move || match tokio::task::block_in_place(|| engine.reload_from_file(&path)) {
+            move || match tokio::task::block_in_place(|| {
+                let reloaded = engine.reload_from_file(&path);
+                crate::malloc::release_freed();
+                reloaded
+            }) {
                 Ok(digest) => {
                     metrics.reload("component", true);
                     tracing::info!(component = %path.display(), %digest, "policy component reloaded");

@@ -272,16 +272,27 @@ pub fn answer(call: &Call) -> Answer {
             source_cluster,
             consumer_cluster,
             slices,
-        } => Answer::Filter(
-            g::Component::filter(
+        } => {
+            // The WIT function takes summaries and answers with copy instructions; the copies
+            // are assembled as a host assembles them (`guest::filter::apply`).
+            let slices: Vec<g::EndpointSlice> = slices.conv();
+            let summaries = slices.iter().map(guest::filter::summary).collect();
+            let copies = g::Component::filter(
                 mcs.conv(),
                 service_ports.conv(),
                 source_cluster,
                 consumer_cluster,
-                slices.conv(),
-            )
-            .conv(),
-        ),
+                summaries,
+            );
+            let assembled: Vec<g::EndpointSlice> = copies
+                .into_iter()
+                .map(|copy| {
+                    let source = slices[copy.source as usize].clone();
+                    guest::filter::apply(copy, source)
+                })
+                .collect();
+            Answer::Filter(assembled.conv())
+        }
         Call::Plan {
             mcs,
             registered_clusters,

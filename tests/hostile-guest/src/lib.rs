@@ -11,7 +11,7 @@ wit_bindgen::generate!({
 use exports::karmada::mcs_policy::policy::{
     AdmissionRequest, Context, Denial, EndpointSlice, Guest, LoadBalancerIngress,
     LoadBalancerReport, McsRef, PatchOperation, ProviderLoadBalancer, ServiceAction, ServicePort,
-    Settings, SyncPlan,
+    Settings, SliceCopy, SliceSummary, SyncPlan,
 };
 
 /// The exported component.
@@ -57,8 +57,8 @@ impl Guest for Hostile {
         _service_ports: Option<Vec<ServicePort>>,
         source_cluster: String,
         _consumer_cluster: String,
-        _slices: Vec<EndpointSlice>,
-    ) -> Vec<EndpointSlice> {
+        _slices: Vec<SliceSummary>,
+    ) -> Vec<SliceCopy> {
         misbehave(&source_cluster);
         Vec::new()
     }

@@ -278,6 +278,34 @@ export function sliceFromWit(slice) {
 
 const portEntry = (p) => ({ name: p.name ?? '', port: p.port ?? 0 });
 
+/** `convert::summary`: what the filter reads of a slice (WIT `slice-summary`). */
+function summary(slice) {
+  return {
+    name: slice.name,
+    namespace: slice.namespace,
+    labels: slice.labels,
+    portNames: slice.ports.map((p) => p.name),
+  };
+}
+
+/** `convert::assemble`: the copy a `slice-copy` describes, made from the slice it names. */
+function assemble(copy, slices) {
+  const slice = slices[copy.source];
+  if (slice === undefined) throw new Error(`the filter answered with a copy of slice ${copy.source}`);
+  return {
+    name: copy.name,
+    namespace: slice.namespace,
+    labels: copy.labels,
+    annotations: copy.annotations,
+    addressType: slice.addressType,
+    endpoints: slice.endpoints,
+    ports: Array.from(copy.ports, (i) => {
+      if (slice.ports[i] === undefined) throw new Error(`the filter kept port ${i} of slice ${slice.name}`);
+      return slice.ports[i];
+    }),
+  };
+}
+
 /** `filter_json`: a filter input (the `input` of a filter fixture) → the copies as JSON. */
 export function runFilter(policy, input) {
   const mcs = {
@@ -287,8 +315,14 @@ export function runFilter(policy, input) {
   };
   const servicePorts = input.servicePorts == null ? undefined : input.servicePorts.map(portEntry);
   const slices = (input.slices ?? []).map(sliceToWit);
-  const copies = policy.filter(mcs, servicePorts, input.sourceCluster, input.consumerCluster, slices);
-  return copies.map(sliceFromWit);
+  const copies = policy.filter(
+    mcs,
+    servicePorts,
+    input.sourceCluster,
+    input.consumerCluster,
+    slices.map(summary),
+  );
+  return copies.map((copy) => sliceFromWit(assemble(copy, slices)));
 }
 
 // ---------------------------------------------------------------------------------------------
