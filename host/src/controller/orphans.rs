@@ -16,8 +16,9 @@ use kube::ResourceExt;
 use kube::api::DynamicObject;
 
 use super::Context;
+use super::dispatch::{Keep, prune};
 use super::read::{SERVICE_NAME_LABEL, list_copies, list_mcs, mcs_json, object_name};
-use super::reconcile::{Keep, Report, chain, prune};
+use super::report::{Report, chain};
 use crate::clusters::Cluster;
 use crate::engine::convert;
 use crate::engine::types::McsRef;

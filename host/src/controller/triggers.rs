@@ -1,40 +1,44 @@
-//! Triggers: watches that turn changes into MultiClusterService keys on the [`Queue`], so a
-//! change reaches the consumers without waiting for a resync.
+//! Triggers: what makes the kube-runtime [`Controller`](kube::runtime::Controller) reconcile a
+//! MultiClusterService, so a change reaches the consumers without waiting for a resync.
 //!
-//! - an MCS in the hub → its key;
-//! - a Service in the hub (the template) → the key of the MCS of the same name;
-//! - an EndpointSlice in a member → the key of its `kubernetes.io/service-name`; our own
-//!   copies count only when deleted (someone removed one by hand: put it back now), since
-//!   every write of ours would otherwise trigger one more reconcile.
+//! - an MCS in the hub → itself ([`mcs_changes`], the Controller's own stream), only when its
+//!   spec or whether it is being deleted changed;
+//! - a Service in the hub (the template) → the MCS of the same name;
+//! - an EndpointSlice in a member → the MCS of its `kubernetes.io/service-name`; our own copies
+//!   count only when deleted (someone removed one by hand: put it back now), since every write
+//!   of ours would otherwise trigger one more reconcile.
 //!
-//! Member watches follow the membership: [`Watches::follow`] starts those of new members,
-//! stops those of members that left, and restarts those whose client was rebuilt (rotated
-//! credentials: the old client may no longer be accepted).
+//! The Service and member watches send references into the channel the Controller reads with
+//! `reconcile_on`: its own `watches` cannot follow clusters that come and go, and kube-runtime's
+//! `predicate_filter` cannot tell a listed object (a resync) from a watched change, which the
+//! propagation histogram needs ([`Changes`]). Member watches follow the membership:
+//! [`Watches::follow`] starts those of new members, stops those of members that left, and
+//! restarts those whose client was rebuilt (rotated credentials: the old client may no longer
+//! be accepted).
 
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use futures::StreamExt;
+use futures::channel::mpsc;
+use futures::{Stream, StreamExt, future};
 use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
-use kube::api::DynamicObject;
+use kube::api::{ApiResource, DynamicObject};
+use kube::runtime::reflector::{self, ObjectRef};
 use kube::runtime::watcher::{self, Event};
 use kube::runtime::{WatchStreamExt, watcher as watch_stream};
 use kube::{Api, Resource, ResourceExt};
 use tokio::task::JoinHandle;
 
-use super::queue::{Cause, Queue};
+use super::metrics::Metrics;
 use super::read::{DISPATCH_MANAGER, MANAGED_BY_LABEL, SERVICE_NAME_LABEL, mcs_resource};
+use crate::clusters::api_error::classify;
 use crate::clusters::{Cluster, Registry};
 
-/// Which MCS an object's change concerns, if any.
+/// Which MCS (`namespace/name`) an object's change concerns, if any.
 type KeyOf<K> = fn(&K, Change) -> Option<String>;
-
-/// What of an object a reconcile depends on, as a hash: an update that leaves it unchanged is
-/// not news (e.g. the controller's own status and finalizer writes on an MCS).
-type Relevant<K> = fn(&K) -> u64;
 
 /// What happened to an object.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -43,7 +47,138 @@ pub enum Change {
     Deleted,
 }
 
-/// The running watches. Dropping it stops them.
+/// Why a watch asks for a reconcile.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Cause {
+    /// A watched change, seen at this instant (propagation latency is measured from here).
+    Change(Instant),
+    /// An object listed when a watch (re)started: not news, like a resync.
+    Listed,
+}
+
+/// When each MCS's oldest watched change not yet reconciled was seen: the start of the
+/// propagation latency, taken by the pass that carries the change. Its size is the
+/// `queue_depth` gauge (kube-runtime does not expose its scheduler's).
+#[derive(Debug, Default)]
+pub struct Changes(Mutex<HashMap<String, Instant>>);
+
+impl Changes {
+    /// A change of `key` seen at `at` (the earliest unreconciled change wins).
+    fn seen(&self, key: &str, at: Instant) {
+        if let Ok(mut changes) = self.0.lock() {
+            changes
+                .entry(key.to_string())
+                .and_modify(|first| *first = (*first).min(at))
+                .or_insert(at);
+        }
+    }
+
+    /// The instant of `key`'s oldest unreconciled change, which its pass now carries.
+    pub fn take(&self, key: &str) -> Option<Instant> {
+        self.0.lock().ok()?.remove(key)
+    }
+
+    /// MCSs with a change waiting for its pass.
+    pub fn len(&self) -> usize {
+        self.0.lock().map(|c| c.len()).unwrap_or(0)
+    }
+
+    /// Whether no change waits.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Where the watches send MCS references: the Controller's `reconcile_on` channel.
+#[derive(Clone)]
+pub struct Triggers {
+    sender: mpsc::UnboundedSender<ObjectRef<DynamicObject>>,
+    changes: Arc<Changes>,
+    resource: ApiResource,
+}
+
+impl Triggers {
+    /// The sink, and the stream of references to hand to `Controller::reconcile_on`.
+    pub fn new(
+        changes: Arc<Changes>,
+    ) -> (Triggers, mpsc::UnboundedReceiver<ObjectRef<DynamicObject>>) {
+        let (sender, receiver) = mpsc::unbounded();
+        let triggers = Triggers {
+            sender,
+            changes,
+            resource: mcs_resource(),
+        };
+        (triggers, receiver)
+    }
+
+    fn send(&self, key: &str, cause: Cause) {
+        let Some((namespace, name)) = key.split_once('/') else {
+            return;
+        };
+        if let Cause::Change(at) = cause {
+            self.changes.seen(key, at);
+        }
+        let reference = ObjectRef::new_with(name, self.resource.clone()).within(namespace);
+        // Closed only when the Controller is gone, i.e. when syncing stops.
+        self.sender.unbounded_send(reference).ok();
+    }
+}
+
+/// The hub's MultiClusterServices, kept in `writer` (the Controller's store), as the stream of
+/// MCSs to reconcile: every listed one, and a watched one when its spec or its deletion changed
+/// ([`mcs_relevant`]); the controller's own status and finalizer writes are not news. A watch
+/// failure is logged and counted against the hub, and the watch backs off and lists again.
+pub fn mcs_changes(
+    hub: &Cluster,
+    writer: reflector::store::Writer<DynamicObject>,
+    changes: Arc<Changes>,
+    metrics: Arc<Metrics>,
+) -> impl Stream<Item = Result<DynamicObject, watcher::Error>> + Send + 'static {
+    let api: Api<DynamicObject> = Api::all_with(hub.client.clone(), &mcs_resource());
+    let hub_name = hub.name.clone();
+    let mut seen = Seen::default();
+    reflector::reflector(writer, watch_stream(api, watcher::Config::default()))
+        .default_backoff()
+        .filter_map(move |event| {
+            let mcs = match event {
+                Ok(Event::Apply(mcs)) => {
+                    let key = object_key(&mcs, Change::Applied);
+                    let news = key.as_deref().is_some_and(|key| {
+                        seen.is_news(key, Change::Applied, mcs_relevant(&mcs))
+                    });
+                    if let (true, Some(key)) = (news, key) {
+                        changes.seen(&key, Instant::now());
+                        Some(mcs)
+                    } else {
+                        None
+                    }
+                }
+                Ok(Event::InitApply(mcs)) => {
+                    if let Some(key) = object_key(&mcs, Change::Applied) {
+                        seen.is_news(&key, Change::Applied, mcs_relevant(&mcs));
+                    }
+                    Some(mcs)
+                }
+                Ok(Event::Delete(mcs)) => {
+                    // Gone from the hub (the finalizer, if it had ours, was removed by its
+                    // last pass): nothing to reconcile.
+                    if let Some(key) = object_key(&mcs, Change::Deleted) {
+                        seen.is_news(&key, Change::Deleted, 0);
+                    }
+                    None
+                }
+                Ok(Event::Init | Event::InitDone) => None,
+                Err(err) => {
+                    metrics.cluster_error(&hub_name, classify(&err));
+                    tracing::warn!(cluster = %hub_name, error = %err, "watch of the multiclusterservices failed; retrying");
+                    None
+                }
+            };
+            future::ready(mcs.map(Ok))
+        })
+}
+
+/// The running Service and EndpointSlice watches. Dropping it stops them.
 #[derive(Default)]
 pub struct Watches {
     hub: Vec<JoinHandle<()>>,
@@ -63,34 +198,24 @@ impl Drop for Watches {
 }
 
 impl Watches {
-    /// Starts the hub's watches (MultiClusterServices and Services).
-    pub fn start(hub: &Cluster, queue: &Arc<Queue>) -> Watches {
-        let mcs: Api<DynamicObject> = Api::all_with(hub.client.clone(), &mcs_resource());
+    /// Starts the hub's Service watch.
+    pub fn start(hub: &Cluster, triggers: &Triggers) -> Watches {
         let services: Api<Service> = Api::all(hub.client.clone());
         Watches {
-            hub: vec![
-                spawn(
-                    &hub.name,
-                    mcs,
-                    watcher::Config::default(),
-                    (object_key, Some(mcs_relevant)),
-                    queue,
-                ),
-                spawn(
-                    &hub.name,
-                    services,
-                    watcher::Config::default(),
-                    (object_key, None),
-                    queue,
-                ),
-            ],
+            hub: vec![spawn(
+                &hub.name,
+                services,
+                watcher::Config::default(),
+                object_key,
+                triggers,
+            )],
             members: HashMap::new(),
         }
     }
 
     /// Starts the slice watch of each member of `registry` not watched yet, or watched
     /// through another client than its current one; stops those of members no longer in it.
-    pub fn follow(&mut self, registry: &Registry, queue: &Arc<Queue>) {
+    pub fn follow(&mut self, registry: &Registry, triggers: &Triggers) {
         self.members.retain(|name, (client_id, task)| {
             let keep = match registry.member(name) {
                 None => {
@@ -114,7 +239,7 @@ impl Watches {
             }
             let slices: Api<EndpointSlice> = Api::all(member.client.clone());
             let config = watcher::Config::default().labels(SERVICE_NAME_LABEL);
-            let task = spawn(&member.name, slices, config, (slice_key, None), queue);
+            let task = spawn(&member.name, slices, config, slice_key, triggers);
             self.members
                 .insert(member.name.clone(), (member.client_id, task));
         }
@@ -136,8 +261,8 @@ fn spawn<K>(
     cluster: &str,
     api: Api<K>,
     config: watcher::Config,
-    key_of: (KeyOf<K>, Option<Relevant<K>>),
-    queue: &Arc<Queue>,
+    key_of: KeyOf<K>,
+    triggers: &Triggers,
 ) -> JoinHandle<()>
 where
     K: Resource + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + Sync + 'static,
@@ -147,46 +272,37 @@ where
         api,
         config,
         key_of,
-        queue.clone(),
+        triggers.clone(),
     ))
 }
 
-/// Queues the key of every change one watch sees; errors back off and re-watch
+/// Triggers the MCS of every change one watch sees; errors back off and re-watch
 /// (kube-runtime's watcher re-lists after a 410 Gone). Objects listed when a watch (re)starts
-/// are queued as a resync: they are not news. With `relevant`, an update that leaves the
-/// relevant part of an object as it was is dropped.
+/// trigger like a resync: they are not news.
 async fn forward<K>(
     cluster: String,
     api: Api<K>,
     config: watcher::Config,
-    (key_of, relevant): (KeyOf<K>, Option<Relevant<K>>),
-    queue: Arc<Queue>,
+    key_of: KeyOf<K>,
+    triggers: Triggers,
 ) where
     K: Resource + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + 'static,
 {
     let mut events = watch_stream(api, config).default_backoff().boxed();
-    let mut seen = Seen::default();
     while let Some(event) = events.next().await {
         let (object, change, cause) = match event {
             Ok(Event::Apply(o)) => (o, Change::Applied, Cause::Change(Instant::now())),
             Ok(Event::Delete(o)) => (o, Change::Deleted, Cause::Change(Instant::now())),
-            Ok(Event::InitApply(o)) => (o, Change::Applied, Cause::Resync),
+            Ok(Event::InitApply(o)) => (o, Change::Applied, Cause::Listed),
             Ok(Event::Init | Event::InitDone) => continue,
             Err(err) => {
                 tracing::debug!(cluster = %cluster, error = %err, "watch failed; retrying");
                 continue;
             }
         };
-        let Some(key) = key_of(&object, change) else {
-            continue;
-        };
-        if let Some(relevant) = relevant
-            && !seen.is_news(&key, change, relevant(&object))
-            && matches!(cause, Cause::Change(_))
-        {
-            continue;
+        if let Some(key) = key_of(&object, change) {
+            triggers.send(&key, cause);
         }
-        queue.add(key, cause);
     }
 }
 
@@ -276,15 +392,15 @@ mod tests {
             hub: hub.clone(),
             members,
         };
-        let queue = Arc::new(Queue::default());
+        let (triggers, _references) = Triggers::new(Arc::default());
         let mut watches = Watches::default();
         let first = Cluster::new("member1".into(), client());
-        watches.follow(&registry(vec![first.clone()]), &queue);
+        watches.follow(&registry(vec![first.clone()]), &triggers);
         assert_eq!(
             watches.watched(),
             [("member1".to_string(), first.client_id)]
         );
-        watches.follow(&registry(vec![first.clone()]), &queue);
+        watches.follow(&registry(vec![first.clone()]), &triggers);
         assert_eq!(
             watches.watched(),
             [("member1".to_string(), first.client_id)]
@@ -292,12 +408,12 @@ mod tests {
 
         let rotated = Cluster::new("member1".into(), client());
         assert_ne!(rotated.client_id, first.client_id);
-        watches.follow(&registry(vec![rotated.clone()]), &queue);
+        watches.follow(&registry(vec![rotated.clone()]), &triggers);
         assert_eq!(
             watches.watched(),
             [("member1".to_string(), rotated.client_id)]
         );
-        watches.follow(&registry(Vec::new()), &queue);
+        watches.follow(&registry(Vec::new()), &triggers);
         assert!(watches.watched().is_empty());
     }
 
@@ -330,6 +446,31 @@ mod tests {
             seen.is_news("shop/web", Change::Applied, mcs_relevant(&first)),
             "re-created"
         );
+    }
+
+    #[test]
+    fn a_watched_change_is_timed_from_its_first_sighting_and_a_listing_is_not_timed() {
+        let changes = Arc::new(Changes::default());
+        let (triggers, mut references) = Triggers::new(changes.clone());
+        let t0 = Instant::now();
+        let t1 = t0 + std::time::Duration::from_millis(5);
+        triggers.send("shop/web", Cause::Change(t1));
+        triggers.send("shop/web", Cause::Change(t0));
+        triggers.send("shop/api", Cause::Listed);
+        triggers.send("no-namespace", Cause::Listed);
+        assert_eq!(changes.len(), 1, "only shop/web has a change waiting");
+        assert_eq!(changes.take("shop/web"), Some(t0), "the earliest change");
+        assert_eq!(changes.take("shop/web"), None, "taken by its pass");
+        assert_eq!(changes.take("shop/api"), None);
+        let mut sent = Vec::new();
+        while let Ok(reference) = references.try_recv() {
+            sent.push(format!(
+                "{}/{}",
+                reference.namespace.unwrap(),
+                reference.name
+            ));
+        }
+        assert_eq!(sent, ["shop/web", "shop/web", "shop/api"]);
     }
 
     #[test]

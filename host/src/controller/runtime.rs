@@ -1,0 +1,310 @@
+//! The controller on kube-runtime: a [`Controller`] over the hub's MultiClusterServices, with
+//! `reconcile` and `error_policy` as in kube-rs's controller-rs, and what kube-runtime cannot
+//! know about: member clusters that come and go.
+//!
+//! - **Triggers** ([`triggers`](super::triggers)): the Controller's own stream is the hub's MCS
+//!   watch filtered to spec and deletion changes; `reconcile_on` carries the hub Service watch
+//!   and every member's EndpointSlice watch, started and stopped with the membership;
+//!   `reconcile_all_on` carries the resync tick and the catch-up when a member becomes ready.
+//!   kube-runtime never reconciles one MCS twice at once, and merges triggers that arrive
+//!   while it runs into one more pass.
+//! - **Membership**: refreshed every probe interval (2 s, or the resync interval if shorter);
+//!   each pass syncs against the membership of its start.
+//! - **Retries**: `error_policy` requeues a failed pass after a per-MCS backoff
+//!   ([`retries`](super::retries)).
+//! - **Finalizer**: not kube-runtime's `finalizer()` helper. That helper adds the finalizer to
+//!   every object it sees and then waits for the finalizer write's own watch event; ours goes
+//!   only on MCSs that sync (an invalid or LoadBalancer-only MCS must not carry it), and the
+//!   controller's own metadata writes are filtered out as not news. The add and the release
+//!   stay in the pass ([`apply`](super::apply)).
+//!
+//! kube's `unstable-runtime` feature gives `for_stream_with` and `reconcile_on`.
+
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use futures::channel::mpsc;
+use futures::{StreamExt, future};
+use kube::Api;
+use kube::api::DynamicObject;
+use kube::runtime::controller::{self, Action, Controller};
+use kube::runtime::reflector::store::Writer;
+
+use super::read::{self, mcs_resource};
+use super::reconcile::{self, chain};
+use super::retries::Retries;
+use super::triggers::{Changes, Triggers, Watches, mcs_changes};
+use super::{Context, SyncArgs, orphans};
+use crate::clusters::api_error::{classify, kind_of};
+use crate::clusters::{Membership, Registry, Source};
+
+/// How often the membership (and each member's readiness) is refreshed, at most.
+const PROBE_INTERVAL: Duration = Duration::from_secs(2);
+
+/// What every reconcile shares: the Controller's context.
+pub struct Shared {
+    /// Everything a pass needs but the members; `registry` is replaced per pass.
+    base: Context,
+    /// The members and which of them are ready, as last refreshed.
+    membership: Arc<RwLock<Membership>>,
+    /// Failed passes in a row, per MCS.
+    retries: Retries,
+    /// When each MCS's oldest unreconciled watched change was seen.
+    changes: Arc<Changes>,
+}
+
+/// Why a pass is retried after a backoff.
+#[derive(Debug, thiserror::Error)]
+pub enum PassError {
+    /// The MultiClusterService could not be read from the hub.
+    #[error("reading the multiclusterservice from the hub")]
+    Read(#[source] kube::Error),
+    /// The pass stopped on the hub side (plan, finalizer, status).
+    #[error(transparent)]
+    Stopped(#[from] reconcile::ReconcileError),
+    /// The pass ran, but a member, Service or load balancer step failed.
+    #[error("{0} step(s) failed; the log and the MCS's conditions say which")]
+    Incomplete(usize),
+}
+
+/// Syncs for ever: the Controller, the watches, and the membership and resync timers. Dropping
+/// the future stops everything it started.
+pub async fn sync(ctx: Context, source: Source, args: &SyncArgs) {
+    let resource = mcs_resource();
+    let writer = Writer::new(resource.clone());
+    let store = writer.as_reader();
+    let changes = Arc::new(Changes::default());
+    let (triggers, changed) = Triggers::new(changes.clone());
+    let membership = Arc::new(RwLock::new(Membership {
+        registry: ctx.registry.clone(),
+        ready: Vec::new(),
+    }));
+    let mut watches = Watches::start(source.hub(), &triggers);
+    let mut sweeps = Tasks(Vec::new());
+    if let Some(first) = refresh(&source, &membership).await {
+        watches.follow(&first.registry, &triggers);
+        sweeps.0.push(spawn_sweep(&ctx, &first));
+    }
+    let (everything, reconcile_all) = mpsc::unbounded::<()>();
+    let shared = Arc::new(Shared {
+        base: ctx.clone(),
+        membership: membership.clone(),
+        retries: Retries::default(),
+        changes: changes.clone(),
+    });
+    let mcs = mcs_changes(source.hub(), writer, changes.clone(), ctx.metrics.clone());
+    let controller = Controller::for_stream_with(mcs, store.clone(), resource)
+        .with_config(controller::Config::default().concurrency(args.workers))
+        .reconcile_on(changed)
+        .reconcile_all_on(reconcile_all)
+        .run(reconcile_mcs, error_policy, shared.clone())
+        .for_each(|outcome| {
+            log_outcome(outcome);
+            future::ready(())
+        });
+    let probe_every = PROBE_INTERVAL.min(args.resync_interval);
+    let mut probes =
+        tokio::time::interval_at(tokio::time::Instant::now() + probe_every, probe_every);
+    probes.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    // The first tick is at once: the initial listing is the first pass over every MCS.
+    let mut resyncs = tokio::time::interval(args.resync_interval);
+    resyncs.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let timers = async {
+        loop {
+            tokio::select! {
+                _ = probes.tick() => {
+                    let Some(news) = refresh(&source, &membership).await else {
+                        continue;
+                    };
+                    watches.follow(&news.registry, &triggers);
+                    if !news.returned.is_empty() {
+                        tracing::info!(clusters = ?news.returned, "members ready: catching them up");
+                        sweeps.0.retain(|s| !s.is_finished());
+                        sweeps.0.push(spawn_sweep(&ctx, &news));
+                        everything.unbounded_send(()).ok();
+                    }
+                }
+                _ = resyncs.tick() => {
+                    ctx.metrics.pass();
+                    forget_gone(&shared, &store.state());
+                    everything.unbounded_send(()).ok();
+                }
+            }
+            ctx.metrics.queue_depth(changes.len());
+        }
+    };
+    tokio::select! {
+        () = controller => tracing::warn!("the controller's stream ended"),
+        () = timers => {}
+    }
+}
+
+/// The Controller's `reconcile`: one pass over the MCS against the members ready now.
+/// Success waits for the next trigger; a failure goes to [`error_policy`].
+async fn reconcile_mcs(mcs: Arc<DynamicObject>, shared: Arc<Shared>) -> Result<Action, PassError> {
+    let key = read::object_name(&mcs);
+    let changed_at = shared.changes.take(&key);
+    let Membership { registry, ready } = match shared.membership.read() {
+        Ok(membership) => membership.clone(),
+        Err(poisoned) => poisoned.into_inner().clone(),
+    };
+    let ctx = Context {
+        registry,
+        ..shared.base.clone()
+    };
+    ctx.metrics.queue_depth(shared.changes.len());
+    let outcome = reconcile_key(&ctx, &key, &ready).await;
+    if let Some(at) = changed_at {
+        ctx.metrics.propagated(at.elapsed());
+    }
+    outcome?;
+    shared.retries.succeeded(&key);
+    Ok(Action::await_change())
+}
+
+/// The Controller's `error_policy`: retry after the MCS's backoff.
+fn error_policy(mcs: Arc<DynamicObject>, _: &PassError, shared: Arc<Shared>) -> Action {
+    shared.retries.failed(&read::object_name(&mcs))
+}
+
+/// What the Controller's stream reports beyond the passes, which log for themselves.
+fn log_outcome(
+    outcome: Result<
+        (kube::runtime::reflector::ObjectRef<DynamicObject>, Action),
+        controller::Error<PassError, kube::runtime::watcher::Error>,
+    >,
+) {
+    match outcome {
+        Ok(_) | Err(controller::Error::ReconcilerFailed(..)) => {}
+        // A trigger for an MCS the hub does not have (a member slice of another Service).
+        Err(controller::Error::ObjectNotFound(reference)) => {
+            tracing::trace!(mcs = %reference, "no such multiclusterservice");
+        }
+        Err(err) => tracing::warn!(error = %chain(&err), "controller failure"),
+    }
+}
+
+/// Reads the MCS `key` afresh from the hub (the Controller's store may not hold our own last
+/// status write yet, and conditions are merged with what the hub holds) and reconciles it;
+/// gone means nothing to do (the finalizer kept it until its copies were withdrawn).
+pub async fn reconcile_key(ctx: &Context, key: &str, ready: &[String]) -> Result<(), PassError> {
+    let hub = &ctx.registry.hub;
+    let Some((namespace, name)) = key.split_once('/') else {
+        return Ok(());
+    };
+    ctx.metrics.reconcile();
+    let resource = mcs_resource();
+    let api: Api<DynamicObject> = Api::namespaced_with(hub.client.clone(), namespace, &resource);
+    let mut mcs = match api.get_opt(name).await {
+        Ok(Some(mcs)) => mcs,
+        Ok(None) => return Ok(()),
+        Err(err) => {
+            ctx.metrics.cluster_error(&hub.name, kind_of(&err));
+            tracing::warn!(mcs = key, error = %chain(&err), "cannot read the multiclusterservice");
+            return Err(PassError::Read(err));
+        }
+    };
+    mcs.types = Some(kube::core::TypeMeta {
+        api_version: resource.api_version.clone(),
+        kind: resource.kind.clone(),
+    });
+    match reconcile::reconcile(ctx, &mcs, ready).await {
+        Ok(r) => {
+            ctx.metrics.applied(r.applied);
+            ctx.metrics.deleted(r.deleted);
+            for (cluster, kind) in &r.failures {
+                ctx.metrics.cluster_error(cluster, *kind);
+            }
+            if r.applied + r.deleted > 0 || !r.errors.is_empty() {
+                tracing::info!(
+                    mcs = key,
+                    applied = r.applied,
+                    deleted = r.deleted,
+                    errors = r.errors.len(),
+                    "synced"
+                );
+            }
+            if r.succeeded() {
+                Ok(())
+            } else {
+                Err(PassError::Incomplete(r.errors.len().max(1)))
+            }
+        }
+        Err(err) => {
+            ctx.metrics.cluster_error(&hub.name, classify(&err));
+            tracing::warn!(mcs = key, error = %chain(&err), "sync failed");
+            Err(err.into())
+        }
+    }
+}
+
+/// At a resync: forgets what the controller remembered about MCSs that are gone from the hub
+/// (Events reported, unreadable providers, load balancers, retries).
+fn forget_gone(shared: &Shared, all: &[Arc<DynamicObject>]) {
+    let alive_uid = |uid: &String| all.iter().any(|m| m.metadata.uid.as_ref() == Some(uid));
+    let ctx = &shared.base;
+    if let Ok(mut memory) = ctx.events.lock() {
+        memory.retain(|uid, _| alive_uid(uid));
+    }
+    if let Ok(mut memory) = ctx.unreadable.lock() {
+        memory.retain(|uid, _| alive_uid(uid));
+    }
+    if let Ok(mut memory) = ctx.balancers.lock() {
+        memory.retain(|uid, _| alive_uid(uid));
+    }
+    let keys: Vec<String> = all.iter().map(|m| read::object_name(m)).collect();
+    shared.retries.retain(|key| keys.iter().any(|k| k == key));
+}
+
+/// Sweeps the members that just became ready for copies left behind while they were away
+/// ([`orphans`]), in the background.
+fn spawn_sweep(base: &Context, news: &News) -> tokio::task::JoinHandle<()> {
+    let ctx = Context {
+        registry: news.registry.clone(),
+        ..base.clone()
+    };
+    let members = news.returned.clone();
+    tokio::spawn(async move { orphans::sweep(&ctx, &members).await })
+}
+
+/// Background sweeps, aborted when dropped.
+struct Tasks(Vec<tokio::task::JoinHandle<()>>);
+
+impl Drop for Tasks {
+    fn drop(&mut self) {
+        for task in &self.0 {
+            task.abort();
+        }
+    }
+}
+
+/// What a membership refresh found.
+struct News {
+    registry: Registry,
+    /// Members ready now that were not ready (or not members) before.
+    returned: Vec<String>,
+}
+
+/// Reads the membership from `source` into `current`; `None` when it cannot be read (the
+/// last one stays).
+async fn refresh(source: &Source, current: &RwLock<Membership>) -> Option<News> {
+    let fresh = match source.membership().await {
+        Ok(fresh) => fresh,
+        Err(err) => {
+            tracing::warn!(error = %chain(&err), "cannot read the member clusters");
+            return None;
+        }
+    };
+    let mut current = current.write().ok()?;
+    let returned = fresh
+        .ready
+        .iter()
+        .filter(|name| !current.ready.contains(name))
+        .cloned()
+        .collect();
+    *current = fresh;
+    Some(News {
+        registry: current.registry.clone(),
+        returned,
+    })
+}
