@@ -616,4 +616,23 @@ mod tests {
             assert!(err.contains(needle), "{template} {existing:?}: {err}");
         }
     }
+
+    #[test]
+    fn a_copy_holding_a_long_number_is_unchanged_when_compared_again() {
+        // Found by fuzzing: a number written with 192 digits, parsed, written in its shortest
+        // form and parsed again must be the same number, or the copy never converges.
+        let digits = format!("9{}6", "1234567890987654321".repeat(10));
+        let template = format!(
+            r#"{{"metadata":{{"name":"web","namespace":"shop"}},
+                "spec":{{"ports":[{{"name":"http","port":80,"weight":{digits}}}]}}}}"#
+        );
+        let ServiceAction::Create(copy) = service(&template, None).unwrap() else {
+            panic!("no Service yet: created");
+        };
+        assert_eq!(
+            service(&template, Some(&copy)).unwrap(),
+            ServiceAction::Unchanged,
+            "{copy}"
+        );
+    }
 }
