@@ -14,7 +14,7 @@ use k8s_openapi::api::core::v1::LoadBalancerIngress;
 use kube::api::DynamicObject;
 
 use super::Context;
-use super::plan::PlanError;
+use super::decide::DecideError;
 use super::read::ReadError;
 use super::service::read_member;
 use super::stale::kept_sources;
@@ -27,18 +27,18 @@ use crate::engine::types::{
 /// What the controller remembers of one MCS's providers' load balancers.
 #[derive(Clone, Debug, Default)]
 pub struct Remembered {
-    /// When each provider was first seen unreadable (as [`super::stale::Memory`] for slices).
+    /// When each provider was first seen unreadable (as [`super::stale::RememberedByMcs`] for slices).
     since: BTreeMap<String, Instant>,
     /// What each provider reported when it was last read.
     last: BTreeMap<String, Vec<types::LoadBalancerIngress>>,
 }
 
 /// Per MCS uid.
-pub type Memory = Arc<Mutex<HashMap<String, Remembered>>>;
+pub type RememberedByMcs = Arc<Mutex<HashMap<String, Remembered>>>;
 
 /// The component's report, the entries to write (`None`: the status already holds them), and
 /// the read failures (logged; they make the pass be retried).
-pub struct Outcome {
+pub struct Gathered {
     pub report: LoadBalancerReport,
     pub write: Option<Vec<LoadBalancerIngress>>,
     pub failures: Vec<String>,
@@ -52,7 +52,7 @@ pub async fn status(
     mcs: &DynamicObject,
     plan: &SyncPlan,
     ready: &[String],
-) -> Result<Outcome, PlanError> {
+) -> Result<Gathered, DecideError> {
     let object = format!("{}/{}", plan.mcs.namespace, plan.mcs.name);
     let (ns, name) = (&plan.mcs.namespace, &plan.mcs.name);
     let providers: Vec<_> = plan
@@ -134,7 +134,7 @@ pub async fn status(
             .unwrap_or_default();
     let current = current.iter().map(convert::ingress_to_wit).collect();
     let report = ctx
-        .planner
+        .decider
         .load_balancer_status(&object, states, current)
         .await?;
     let write = report.changed.then(|| {
@@ -145,7 +145,7 @@ pub async fn status(
             .map(convert::ingress_from_wit)
             .collect()
     });
-    Ok(Outcome {
+    Ok(Gathered {
         report,
         write,
         failures,

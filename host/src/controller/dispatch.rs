@@ -131,7 +131,7 @@ impl MemberPass<'_> {
             } in provided.iter().filter(|p| p.cluster != member)
             {
                 let copies = match ctx
-                    .planner
+                    .decider
                     .filter(mcs, service_ports, provider, member, slices)
                     .await
                 {
@@ -249,7 +249,7 @@ pub(super) async fn prune(
 ) {
     let member = cluster.name.as_str();
     let Keep { desired, sources } = keep;
-    let stale = match ctx.planner.prune(mcs, existing, desired, sources).await {
+    let stale = match ctx.decider.prune(mcs, existing, desired, sources).await {
         Ok(stale) => stale,
         Err(err) => return report.fail(object, member, &err),
     };

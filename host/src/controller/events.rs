@@ -1,6 +1,6 @@
 //! The *events* step (docs/sync.md#provider-and-consumer-sets, docs/sync.md#status-conditions-and-events): core v1 Events on the MultiClusterService in the hub.
 //! To avoid one Event per resync, an Event is emitted only when what it reports changes: the
-//! status of its condition, or the set of unknown cluster names ([`Memory`], per MCS uid).
+//! status of its condition, or the set of unknown cluster names ([`ReportedByMcs`], per MCS uid).
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
@@ -32,7 +32,7 @@ pub enum EventError {
 
 /// What was last reported for one MCS.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Seen {
+pub struct Reported {
     pub unknown: BTreeSet<String>,
     /// `APIIncompatible` messages: clusters that do not serve EndpointSlices.
     pub incompatible: BTreeSet<String>,
@@ -43,7 +43,7 @@ pub struct Seen {
 }
 
 /// The last report of every MCS, keyed by uid.
-pub type Memory = Arc<Mutex<HashMap<String, Seen>>>;
+pub type ReportedByMcs = Arc<Mutex<HashMap<String, Reported>>>;
 
 /// One Event to write.
 #[derive(Clone, Debug, PartialEq)]
@@ -55,8 +55,8 @@ pub struct Note {
 
 /// The Events due given what was `seen` before and what is `now`.
 pub fn due(
-    seen: &Seen,
-    now: &Seen,
+    seen: &Reported,
+    now: &Reported,
     unknown_providers: &[String],
     unknown_consumers: &[String],
     service_error: Option<&str>,
@@ -184,7 +184,7 @@ mod tests {
 
     #[test]
     fn only_changes_are_reported() {
-        let now = Seen {
+        let now = Reported {
             unknown: BTreeSet::from(["ghost".to_string()]),
             incompatible: BTreeSet::from([incompatible("Consumer", "old")]),
             service_applied: Some(false),
@@ -192,7 +192,7 @@ mod tests {
             load_balancer: None,
         };
         let first = due(
-            &Seen::default(),
+            &Reported::default(),
             &now,
             &["ghost".into()],
             &[],
@@ -216,16 +216,16 @@ mod tests {
 
     #[test]
     fn a_cluster_without_endpointslices_is_reported_once_when_it_appears() {
-        let before = Seen {
+        let before = Reported {
             incompatible: BTreeSet::from([incompatible("Consumer", "old")]),
-            ..Seen::default()
+            ..Reported::default()
         };
-        let now = Seen {
+        let now = Reported {
             incompatible: BTreeSet::from([
                 incompatible("Consumer", "old"),
                 incompatible("Provider", "m2"),
             ]),
-            ..Seen::default()
+            ..Reported::default()
         };
         let notes = due(&before, &now, &[], &[], None, None, None);
         assert_eq!(
@@ -253,9 +253,9 @@ mod tests {
         };
         // The Events of a pass that saw the condition `before` and sees `now`.
         let notes = |before: Option<bool>, now: bool, c: &Condition| {
-            let seen = |lb| Seen {
+            let seen = |lb| Reported {
                 load_balancer: lb,
-                ..Seen::default()
+                ..Reported::default()
             };
             due(
                 &seen(before),

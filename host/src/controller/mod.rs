@@ -9,6 +9,7 @@
 pub mod apply;
 mod args;
 pub mod balancer;
+pub mod decide;
 mod dispatch;
 pub mod events;
 pub mod leader;
@@ -16,7 +17,6 @@ pub mod messages;
 pub mod metrics;
 pub mod namespace;
 pub mod orphans;
-pub mod plan;
 pub mod read;
 pub mod reconcile;
 pub mod report;
@@ -36,7 +36,7 @@ use crate::clusters::karmada::Karmada;
 use crate::clusters::{ClientOptions, ClusterError, Registry, Source};
 use crate::engine::EngineError;
 pub use args::SyncArgs;
-use plan::Planner;
+use decide::Decider;
 
 /// Why the controller could not start.
 #[derive(Debug, thiserror::Error)]
@@ -63,17 +63,17 @@ pub struct Context {
     /// The hub and the member clusters.
     pub registry: Registry,
     /// The policy component: every decision.
-    pub planner: Planner,
+    pub decider: Decider,
     /// Field manager of the applies.
     pub field_manager: String,
     /// What the Events last reported, per MCS uid.
-    pub events: events::Memory,
+    pub events: events::ReportedByMcs,
     /// `--stale-endpoint-timeout`, if set.
     pub stale_timeout: Option<Duration>,
     /// When each provider was first seen unreadable, per MCS uid.
-    pub unreadable: stale::Memory,
+    pub unreadable: stale::UnreadableSince,
     /// What the providers' load balancers last reported, per MCS uid.
-    pub balancers: balancer::Memory,
+    pub balancers: balancer::RememberedByMcs,
     /// The controller's counters.
     pub metrics: Arc<metrics::Metrics>,
     /// Why a member that is not ready is not, in the terms of the cluster source.
@@ -137,15 +137,15 @@ pub async fn run(args: SyncArgs, shutdown: impl Future<Output = ()>) -> Result<(
     );
     let ctx = Context {
         registry,
-        planner: Planner {
+        decider: Decider {
             engine,
             budget: Duration::from_millis(args.budget_ms),
         },
         field_manager: args.field_manager.clone(),
-        events: events::Memory::default(),
+        events: events::ReportedByMcs::default(),
         stale_timeout: args.stale_endpoint_timeout,
-        unreadable: stale::Memory::default(),
-        balancers: balancer::Memory::default(),
+        unreadable: stale::UnreadableSince::default(),
+        balancers: balancer::RememberedByMcs::default(),
         metrics: Arc::new(metrics::Metrics::default()),
         not_ready: source.not_ready(),
     };

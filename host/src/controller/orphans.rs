@@ -107,7 +107,7 @@ async fn still_syncs(ctx: &Context, mcs: &DynamicObject) -> bool {
         return true;
     };
     match ctx
-        .planner
+        .decider
         .plan(&object, json, ctx.registry.member_names())
         .await
     {

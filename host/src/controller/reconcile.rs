@@ -8,13 +8,13 @@ use kube::api::DynamicObject;
 use super::Context;
 use super::apply::{has_finalizer, set_finalizer};
 use super::balancer;
+use super::decide::DecideError;
 use super::dispatch::{dispatch, withdraw};
-use super::events::{Seen, due, emit};
+use super::events::{Reported, due, emit};
 use super::messages;
-use super::plan::PlanError;
 use super::read::{ReadError, mcs_json, object_name};
 pub use super::report::{Report, chain};
-use super::service::{Outcome, ServiceError, ensure, read_template, service_ports};
+use super::service::{Propagated, ServiceError, ensure, read_template, service_ports};
 use super::status::{Condition, StatusError, set_conditions, set_status};
 use crate::engine::types::SyncPlan;
 
@@ -24,7 +24,7 @@ pub enum ReconcileError {
     #[error(transparent)]
     Read(#[from] ReadError),
     #[error(transparent)]
-    Plan(#[from] PlanError),
+    Plan(#[from] DecideError),
     #[error(transparent)]
     Apply(#[from] super::apply::ApplyError),
     #[error(transparent)]
@@ -39,7 +39,7 @@ pub async fn reconcile(
 ) -> Result<Report, ReconcileError> {
     let object = object_name(mcs);
     let plan = ctx
-        .planner
+        .decider
         .plan(&object, mcs_json(mcs)?, ctx.registry.member_names())
         .await?;
     let hub = &ctx.registry.hub.client;
@@ -110,7 +110,7 @@ pub async fn reconcile(
     wanted.extend(load_balancer.clone());
     let ingress = balancer.and_then(|b| b.write);
     set_status(hub, mcs, &wanted, ingress).await?;
-    let now = Seen {
+    let now = Reported {
         unknown,
         incompatible: report.incompatible.clone(),
         service_applied: Some(service_errors.is_empty()),
@@ -158,7 +158,7 @@ async fn report_events(
     ctx: &Context,
     mcs: &DynamicObject,
     plan: &SyncPlan,
-    now: Seen,
+    now: Reported,
     events: Due,
 ) {
     let Some(uid) = mcs.metadata.uid.clone() else {
@@ -221,14 +221,14 @@ async fn sync_service(
         .filter_map(|m| ctx.registry.member(m));
     let template = &template;
     let outcomes = join_all(clusters.map(|cluster| async move {
-        let outcome = ensure(&ctx.planner, &cluster.client, &cluster.name, template).await;
+        let outcome = ensure(&ctx.decider, &cluster.client, &cluster.name, template).await;
         (cluster, outcome)
     }))
     .await;
     let mut errors = Vec::new();
     for (cluster, outcome) in outcomes {
         match outcome {
-            Ok(Outcome::Unchanged) => {}
+            Ok(Propagated::Unchanged) => {}
             Ok(outcome) => {
                 tracing::info!(mcs = object, cluster = %cluster.name, ?outcome, "service")
             }

@@ -11,8 +11,8 @@ use k8s_openapi::api::core::v1::Service;
 use kube::api::{DeleteParams, PostParams, Preconditions};
 use kube::{Api, Client};
 
+use super::decide::{DecideError, Decider};
 use super::namespace::with_namespace;
-use super::plan::{PlanError, Planner};
 use super::retry::on_conflict;
 use crate::engine::convert::ServiceChange;
 use crate::engine::types;
@@ -43,7 +43,7 @@ pub enum ServiceError {
         namespace: String,
         name: String,
         #[source]
-        source: Box<PlanError>,
+        source: Box<DecideError>,
     },
     #[error("creating service {namespace}/{name} in cluster {cluster}")]
     Create {
@@ -127,38 +127,38 @@ pub fn service_ports(template: &Service) -> Vec<types::ServicePort> {
 
 /// What `ensure` did in one cluster.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Outcome {
+pub enum Propagated {
     Created,
     Updated,
     Recreated,
     Unchanged,
 }
 
-/// Makes `cluster` hold the template: asks the component (`planner`) what the member's copy
+/// Makes `cluster` hold the template: asks the component (`decider`) what the member's copy
 /// must be, then creates it, replaces it, or leaves it alone.
 pub async fn ensure(
-    planner: &Planner,
+    decider: &Decider,
     client: &Client,
     cluster: &str,
     template: &Service,
-) -> Result<Outcome, ServiceError> {
+) -> Result<Propagated, ServiceError> {
     // A 409 (another writer changed the Service, or created it, since it was read): read it
     // again and decide again.
-    on_conflict(|| ensure_once(planner, client, cluster, template)).await
+    on_conflict(|| ensure_once(decider, client, cluster, template)).await
 }
 
 /// One read → decide → write of [`ensure`].
 async fn ensure_once(
-    planner: &Planner,
+    decider: &Decider,
     client: &Client,
     cluster: &str,
     template: &Service,
-) -> Result<Outcome, ServiceError> {
+) -> Result<Propagated, ServiceError> {
     let namespace = template.metadata.namespace.clone().unwrap_or_default();
     let name = template.metadata.name.clone().unwrap_or_default();
     let api: Api<Service> = Api::namespaced(client.clone(), &namespace);
     let existing = read_member(client, cluster, &namespace, &name).await?;
-    let change = planner
+    let change = decider
         .service(template, existing.as_ref())
         .await
         .map_err(|source| ServiceError::Decide {
@@ -179,8 +179,8 @@ async fn ensure_once(
             })
     };
     match change {
-        ServiceChange::Unchanged => Ok(Outcome::Unchanged),
-        ServiceChange::Create(copy) => create(copy).await.map(|_| Outcome::Created),
+        ServiceChange::Unchanged => Ok(Propagated::Unchanged),
+        ServiceChange::Create(copy) => create(copy).await.map(|_| Propagated::Created),
         ServiceChange::Recreate(copy) => {
             let uid = existing.and_then(|s| s.metadata.uid);
             let only_what_was_read = DeleteParams {
@@ -202,7 +202,7 @@ async fn ensure_once(
                     });
                 }
             }
-            create(copy).await.map(|_| Outcome::Recreated)
+            create(copy).await.map(|_| Propagated::Recreated)
         }
         ServiceChange::Conflict(why) => Err(ServiceError::Conflict {
             cluster: cluster.to_string(),
@@ -213,7 +213,7 @@ async fn ensure_once(
         ServiceChange::Replace(copy) => api
             .replace(&name, &PostParams::default(), &copy)
             .await
-            .map(|_| Outcome::Updated)
+            .map(|_| Propagated::Updated)
             .map_err(|source| ServiceError::Update {
                 cluster: cluster.to_string(),
                 namespace,
@@ -236,8 +236,8 @@ mod tests {
         serde_json::from_value(value).unwrap()
     }
 
-    fn planner() -> Planner {
-        Planner {
+    fn decider() -> Decider {
+        Decider {
             engine: PolicyEngine::embedded(EngineOptions::default()).unwrap(),
             budget: Duration::from_secs(5),
         }
@@ -246,7 +246,7 @@ mod tests {
     /// The component's decisions arrive as typed Services the client can write.
     #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
     async fn the_component_decides_the_copy_and_the_replacement() {
-        let planner = planner();
+        let decider = decider();
         let template = service(json!({
             "metadata": {"name": "web", "namespace": "shop", "uid": "u", "resourceVersion": "7",
                          "labels": {"a": "b"}},
@@ -254,7 +254,7 @@ mod tests {
                      "selector": {"app": "web"},
                      "ports": [{"name": "http", "port": 80, "nodePort": 30080}]}
         }));
-        let ServiceChange::Create(copy) = planner.service(&template, None).await.unwrap() else {
+        let ServiceChange::Create(copy) = decider.service(&template, None).await.unwrap() else {
             panic!("a member without the Service gets a copy");
         };
         let spec = copy.spec.as_ref().unwrap();
@@ -272,12 +272,12 @@ mod tests {
                                 "protocol": "TCP", "targetPort": 80}]}
         }));
         assert_eq!(
-            planner.service(&template, Some(&member)).await.unwrap(),
+            decider.service(&template, Some(&member)).await.unwrap(),
             ServiceChange::Unchanged
         );
         let mut changed = template.clone();
         changed.spec.as_mut().unwrap().selector = None;
-        let ServiceChange::Replace(out) = planner.service(&changed, Some(&member)).await.unwrap()
+        let ServiceChange::Replace(out) = decider.service(&changed, Some(&member)).await.unwrap()
         else {
             panic!("a changed selector is replaced");
         };

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// Per MCS uid: provider → the instant it was first seen unreadable.
-pub type Memory = Arc<Mutex<HashMap<String, BTreeMap<String, Instant>>>>;
+pub type UnreadableSince = Arc<Mutex<HashMap<String, BTreeMap<String, Instant>>>>;
 
 /// Updates `since` (one MCS's providers) with this pass's `unreadable` providers and returns
 /// those whose copies stay: every unreadable provider without a timeout; with one, those that

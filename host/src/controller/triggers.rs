@@ -136,7 +136,7 @@ pub fn mcs_changes(
 ) -> impl Stream<Item = Result<DynamicObject, watcher::Error>> + Send + 'static {
     let api: Api<DynamicObject> = Api::all_with(hub.client.clone(), &mcs_resource());
     let hub_name = hub.name.clone();
-    let mut seen = Seen::default();
+    let mut seen = RelevantHashes::default();
     reflector::reflector(writer, watch_stream(api, watcher::Config::default()))
         .default_backoff()
         .filter_map(move |event| {
@@ -308,9 +308,9 @@ async fn forward<K>(
 
 /// The relevant hash last seen of each object of one watch.
 #[derive(Default)]
-struct Seen(HashMap<String, u64>);
+struct RelevantHashes(HashMap<String, u64>);
 
-impl Seen {
+impl RelevantHashes {
     /// Records `change` of `key` with relevant hash `now`; whether it changed anything relevant
     /// (a deletion always does).
     fn is_news(&mut self, key: &str, change: Change, now: u64) -> bool {
@@ -427,7 +427,7 @@ mod tests {
             o.data = json!({"status": {"conditions": [{"type": status}]}});
             o
         };
-        let mut seen = Seen::default();
+        let mut seen = RelevantHashes::default();
         let first = mcs(1, &[], "A");
         assert!(seen.is_news("shop/web", Change::Applied, mcs_relevant(&first)));
         let ours = mcs(1, &["networking.karmada.io/mcs-policy-sync"], "B");

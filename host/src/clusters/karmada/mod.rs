@@ -40,15 +40,15 @@ pub struct Karmada {
     /// The policy component: which names can name a cluster is its rule.
     policy: PolicyEngine,
     clients: Clients,
-    memory: Mutex<Memory>,
+    memory: Mutex<Remembered>,
 }
 
 /// One Cluster object this pass: a member with its client, or why not.
-type Outcome = Result<(Target, Cluster), Skip>;
+type Resolved = Result<(Target, Cluster), Skip>;
 
 /// What the source remembers between passes, to log only what changed.
 #[derive(Default)]
-struct Memory {
+struct Remembered {
     /// Why each cluster was last left out, as logged (logged again only when it changes).
     skipped: HashMap<String, Skip>,
     /// The members of the last pass and whether they were ready.
@@ -69,7 +69,7 @@ impl Karmada {
             hub,
             only,
             policy,
-            memory: Mutex::new(Memory::default()),
+            memory: Mutex::new(Remembered::default()),
         }
     }
 
@@ -138,7 +138,7 @@ impl Karmada {
 
     /// Turns this pass's outcomes into the membership: logs what changed, forgets the clients
     /// of clusters that are gone.
-    fn record(&self, outcomes: Vec<(String, Outcome)>) -> Membership {
+    fn record(&self, outcomes: Vec<(String, Resolved)>) -> Membership {
         let mut members = Vec::new();
         let mut ready = Vec::new();
         let Ok(mut memory) = self.memory.lock() else {

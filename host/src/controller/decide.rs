@@ -1,4 +1,4 @@
-//! The *plan* step: every decision of a pass, asked of the policy component (`plan`, `filter`,
+//! The *decide* step: every decision of a pass, asked of the policy component (`plan`, `filter`,
 //! `prune`, `service`, `load-balancer-status`). No client here; calls run on the blocking pool because the engine
 //! blocks.
 
@@ -15,7 +15,7 @@ use crate::engine::{EngineError, PolicyEngine};
 
 /// Why the component gave no decision.
 #[derive(Debug, thiserror::Error)]
-pub enum PlanError {
+pub enum DecideError {
     #[error("planning multiclusterservice {object}")]
     Engine {
         object: String,
@@ -32,24 +32,24 @@ pub enum PlanError {
 
 /// The component, with the budget of each call.
 #[derive(Clone, Debug)]
-pub struct Planner {
+pub struct Decider {
     pub engine: PolicyEngine,
     pub budget: Duration,
 }
 
-impl Planner {
+impl Decider {
     /// WIT `plan` for the MCS (JSON text) `object` names.
     pub async fn plan(
         &self,
         object: &str,
         json: String,
         registered: Vec<String>,
-    ) -> Result<SyncPlan, PlanError> {
+    ) -> Result<SyncPlan, DecideError> {
         let (engine, budget) = (self.engine.clone(), self.budget);
         let answer = self
             .blocking(object, move || engine.plan(&json, &registered, budget))
             .await?;
-        answer.map_err(|message| PlanError::Decode {
+        answer.map_err(|message| DecideError::Decode {
             object: object.to_string(),
             message,
         })
@@ -64,7 +64,7 @@ impl Planner {
         provider: &str,
         consumer: &str,
         slices: &[EndpointSlice],
-    ) -> Result<Vec<EndpointSlice>, PlanError> {
+    ) -> Result<Vec<EndpointSlice>, DecideError> {
         let (engine, budget) = (self.engine.clone(), self.budget);
         let service_ports = service_ports.map(<[ServicePort]>::to_vec);
         let (mcs, provider, consumer, slices) = (
@@ -95,7 +95,7 @@ impl Planner {
         existing: Vec<EndpointSlice>,
         desired: Vec<String>,
         kept_sources: Vec<String>,
-    ) -> Result<Vec<String>, PlanError> {
+    ) -> Result<Vec<String>, DecideError> {
         let (engine, budget) = (self.engine.clone(), self.budget);
         let mcs = mcs.clone();
         let object = format!("{}/{}", mcs.namespace, mcs.name);
@@ -111,14 +111,14 @@ impl Planner {
         &self,
         template: &Service,
         existing: Option<&Service>,
-    ) -> Result<ServiceChange, PlanError> {
+    ) -> Result<ServiceChange, DecideError> {
         let meta = &template.metadata;
         let object = format!(
             "{}/{}",
             meta.namespace.as_deref().unwrap_or_default(),
             meta.name.as_deref().unwrap_or_default()
         );
-        let refused = |message: String| PlanError::Service {
+        let refused = |message: String| DecideError::Service {
             object: object.clone(),
             message,
         };
@@ -144,7 +144,7 @@ impl Planner {
         object: &str,
         providers: Vec<ProviderLoadBalancer>,
         current: Vec<LoadBalancerIngress>,
-    ) -> Result<LoadBalancerReport, PlanError> {
+    ) -> Result<LoadBalancerReport, DecideError> {
         let (engine, budget) = (self.engine.clone(), self.budget);
         self.blocking(object, move || {
             engine.load_balancer_status(&providers, &current, budget)
@@ -156,14 +156,14 @@ impl Planner {
         &self,
         object: &str,
         call: impl FnOnce() -> Result<T, EngineError> + Send + 'static,
-    ) -> Result<T, PlanError> {
+    ) -> Result<T, DecideError> {
         tokio::task::spawn_blocking(call)
             .await
-            .map_err(|e| PlanError::Join {
+            .map_err(|e| DecideError::Join {
                 object: object.to_string(),
                 message: e.to_string(),
             })?
-            .map_err(|source| PlanError::Engine {
+            .map_err(|source| DecideError::Engine {
                 object: object.to_string(),
                 source,
             })
