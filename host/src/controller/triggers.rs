@@ -124,7 +124,8 @@ impl Triggers {
     }
 }
 
-/// The hub's MultiClusterServices, kept in `writer` (the Controller's store), as the stream of
+/// The hub's MultiClusterServices, kept in `writer` (the Controller's store, metadata only:
+/// [`keep_metadata_only`]), as the stream of
 /// MCSs to reconcile: every listed one, and a watched one when its spec or its deletion changed
 /// ([`mcs_relevant`]); the controller's own status and finalizer writes are not news. A watch
 /// failure is logged and counted against the hub, and the watch backs off and lists again.
@@ -137,8 +138,10 @@ pub fn mcs_changes(
     let api: Api<DynamicObject> = Api::all_with(hub.client.clone(), &mcs_resource());
     let hub_name = hub.name.clone();
     let mut seen = RelevantHashes::default();
-    reflector::reflector(writer, watch_stream(api, watcher::Config::default()))
+    watch_stream(api, watcher::Config::default())
         .default_backoff()
+        .modify(keep_metadata_only)
+        .reflect(writer)
         .filter_map(move |event| {
             let mcs = match event {
                 Ok(Event::Apply(mcs)) => {
@@ -176,6 +179,14 @@ pub fn mcs_changes(
             };
             future::ready(mcs.map(Ok))
         })
+}
+
+/// What the Controller's store keeps of an MCS: its metadata (name, uid, generation, deletion,
+/// which is all a trigger and the resync need; each pass reads the whole MCS afresh), not its
+/// spec, status or managedFields.
+fn keep_metadata_only(mcs: &mut DynamicObject) {
+    mcs.data = serde_json::Value::Null;
+    mcs.metadata.managed_fields = None;
 }
 
 /// The running Service and EndpointSlice watches. Dropping it stops them.
