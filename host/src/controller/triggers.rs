@@ -171,6 +171,10 @@ pub fn mcs_changes(
                     None
                 }
                 Ok(Event::Init | Event::InitDone) => None,
+                Err(err) if expired(&err) => {
+                    tracing::debug!(cluster = %hub_name, error = %err, "watch expired; listing again");
+                    None
+                }
                 Err(err) => {
                     metrics.cluster_error(&hub_name, classify(&err));
                     tracing::warn!(cluster = %hub_name, error = %err, "watch of the multiclusterservices failed; retrying");
@@ -179,6 +183,12 @@ pub fn mcs_changes(
             };
             future::ready(mcs.map(Ok))
         })
+}
+
+/// A watch whose resourceVersion the server no longer has (410 Gone, after etcd compaction):
+/// routine, the watcher lists again; not a failure of the hub.
+fn expired(err: &watcher::Error) -> bool {
+    matches!(err, watcher::Error::WatchError(status) if status.code == 410)
 }
 
 /// What the Controller's store keeps of an MCS: its metadata (name, uid, generation, deletion,
@@ -482,6 +492,18 @@ mod tests {
             ));
         }
         assert_eq!(sent, ["shop/web", "shop/web", "shop/api"]);
+    }
+
+    #[test]
+    fn an_expired_watch_is_routine_and_other_watch_errors_are_not() {
+        let status = |code: u16| {
+            let mut status = kube::core::Status::failure("gone", "Expired");
+            status.code = code;
+            Box::new(status)
+        };
+        assert!(expired(&watcher::Error::WatchError(status(410))));
+        assert!(!expired(&watcher::Error::WatchError(status(500))));
+        assert!(!expired(&watcher::Error::NoResourceVersion));
     }
 
     #[test]
