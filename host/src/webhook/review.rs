@@ -157,6 +157,7 @@ impl ReviewOut {
             (true, _) => "allowed",
             (false, 403) => "denied",
             (false, 400) => "invalid",
+            (false, 429) => "overloaded",
             (false, _) => "error",
         }
     }
@@ -337,6 +338,17 @@ mod tests {
         assert_eq!(v["response"]["status"]["message"], "m");
         assert_eq!(v["response"]["warnings"][0], "w");
         assert_eq!(out.outcome(), "denied");
+    }
+
+    #[test]
+    fn an_overload_answer_is_counted_as_overloaded_not_as_an_error() {
+        let r = parse_review(review_json("CREATE", "{}").as_bytes()).unwrap();
+        let out = overload_response(&r);
+        assert_eq!(
+            serde_json::to_value(&out).unwrap()["response"]["status"]["code"],
+            429
+        );
+        assert_eq!(out.outcome(), "overloaded");
     }
 
     #[test]
