@@ -79,7 +79,7 @@ impl Default for Metrics {
         let queue_depth = Gauge::default();
         registry.register(
             "queue_depth",
-            "MultiClusterServices waiting for a reconcile",
+            "MultiClusterServices with a watched change not yet reconciled",
             queue_depth.clone(),
         );
         let leader = Gauge::default();
@@ -124,7 +124,7 @@ impl Metrics {
         self.propagation.observe(elapsed.as_secs_f64());
     }
 
-    /// Keys waiting in the work queue now.
+    /// MCSs with a watched change not yet reconciled (kube-runtime does not expose its queue).
     pub fn queue_depth(&self, depth: usize) {
         self.queue_depth
             .set(i64::try_from(depth).unwrap_or(i64::MAX));

@@ -7,7 +7,7 @@
 //! belong to that is gone from the hub, or is there but no longer syncs, the component's `prune`
 //! names the copies to delete (on all of its markers; a slice without them is never touched).
 //! A member that is still a consumer but no longer wanted by an MCS that syncs is cleaned by
-//! that MCS's own pass, which the catch-up resync queues.
+//! that MCS's own pass, which the catch-up triggers.
 
 use std::collections::{BTreeMap, HashMap};
 
