@@ -240,6 +240,17 @@ impl World {
         .await;
     }
 
+    /// Waits until the hub's MCS `web` is gone (released by the controller and deleted).
+    pub async fn await_mcs_gone(&self) {
+        self.eventually("the MCS to be released and gone", || async {
+            get(&self.http, &self.hub, &format!("{MCS}/web"))
+                .await
+                .is_none()
+                .then_some(())
+        })
+        .await;
+    }
+
     /// The hub MCS `web`'s condition of `type_`, if set.
     pub async fn condition(&self, type_: &str) -> Option<Value> {
         let o = get(&self.http, &self.hub, &format!("{MCS}/web")).await?;

@@ -102,13 +102,7 @@ async fn deleting_the_mcs_removes_every_copy_then_releases_it() {
     delete(&w.http, &w.hub, &format!("{MCS}/web")).await;
     w.await_slices(&w.member1, "member1", &["web-a"]).await;
     w.await_slices(&w.member2, "member2", &["web-b"]).await;
-    w.eventually("the MCS to be released and gone", || async {
-        get(&w.http, &w.hub, &format!("{MCS}/web"))
-            .await
-            .is_none()
-            .then_some(())
-    })
-    .await;
+    w.await_mcs_gone().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

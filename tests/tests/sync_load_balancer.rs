@@ -309,14 +309,7 @@ async fn a_load_balancer_mcs_deleted_and_created_again_as_cross_cluster_dispatch
     );
 
     delete(&world.http, &world.hub, &format!("{MCS}/web")).await;
-    world
-        .eventually("the LoadBalancer MCS to be gone", || async {
-            get(&world.http, &world.hub, &format!("{MCS}/web"))
-                .await
-                .is_none()
-                .then_some(())
-        })
-        .await;
+    world.await_mcs_gone().await;
     post(&world.http, &world.hub, MCS, &mcs(json!({}))).await;
     world
         .await_slices(&world.member2, "member2", &["member1-web-a"])

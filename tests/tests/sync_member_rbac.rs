@@ -134,13 +134,7 @@ async fn the_member_rbac_allows_every_request_of_the_controller_and_nothing_it_d
         .await;
     w.unreachable(&w.member2, true).await;
     delete(&w.http, &w.hub, &format!("{MCS}/web")).await;
-    w.eventually("the MCS gone", || async {
-        get(&w.http, &w.hub, &format!("{MCS}/web"))
-            .await
-            .is_none()
-            .then_some(())
-    })
-    .await;
+    w.await_mcs_gone().await;
     w.unreachable(&w.member2, false).await;
     w.await_slices(&w.member2, "member2", &[]).await;
     w.kill_controller(0);

@@ -130,13 +130,7 @@ async fn copies_of_an_mcs_deleted_while_a_consumer_was_down_go_when_it_returns()
 
     w.unreachable(&w.member2, true).await;
     delete(&w.http, &w.hub, &format!("{MCS}/web")).await;
-    w.eventually("the MCS to be released and gone", || async {
-        get(&w.http, &w.hub, &format!("{MCS}/web"))
-            .await
-            .is_none()
-            .then_some(())
-    })
-    .await;
+    w.await_mcs_gone().await;
     w.unreachable(&w.member2, false).await;
 
     w.await_slices(&w.member2, "member2", &["own"]).await;
