@@ -20,6 +20,7 @@
 //!
 //! kube's `unstable-runtime` feature gives `for_stream_with` and `reconcile_on`.
 
+use std::collections::HashSet;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
@@ -187,7 +188,7 @@ fn log_outcome(
 /// Reads the MCS `key` afresh from the hub (the Controller's store may not hold our own last
 /// status write yet, and conditions are merged with what the hub holds) and reconciles it;
 /// gone means nothing to do (the finalizer kept it until its copies were withdrawn).
-pub async fn reconcile_key(ctx: &Context, key: &str, ready: &[String]) -> Result<(), PassError> {
+async fn reconcile_key(ctx: &Context, key: &str, ready: &[String]) -> Result<(), PassError> {
     let hub = &ctx.registry.hub;
     let Some((namespace, name)) = key.split_once('/') else {
         return Ok(());
@@ -241,7 +242,11 @@ pub async fn reconcile_key(ctx: &Context, key: &str, ready: &[String]) -> Result
 /// At a resync: forgets what the controller remembered about MCSs that are gone from the hub
 /// (Events reported, unreadable providers, load balancers, retries).
 fn forget_gone(shared: &Shared, all: &[Arc<DynamicObject>]) {
-    let alive_uid = |uid: &String| all.iter().any(|m| m.metadata.uid.as_ref() == Some(uid));
+    let uids: HashSet<&str> = all
+        .iter()
+        .filter_map(|m| m.metadata.uid.as_deref())
+        .collect();
+    let alive_uid = |uid: &String| uids.contains(uid.as_str());
     let ctx = &shared.base;
     if let Ok(mut memory) = ctx.events.lock() {
         memory.retain(|uid, _| alive_uid(uid));
@@ -252,8 +257,8 @@ fn forget_gone(shared: &Shared, all: &[Arc<DynamicObject>]) {
     if let Ok(mut memory) = ctx.balancers.lock() {
         memory.retain(|uid, _| alive_uid(uid));
     }
-    let keys: Vec<String> = all.iter().map(|m| read::object_name(m)).collect();
-    shared.retries.retain(|key| keys.iter().any(|k| k == key));
+    let keys: HashSet<String> = all.iter().map(|m| read::object_name(m)).collect();
+    shared.retries.retain(|key| keys.contains(key));
 }
 
 /// Sweeps the members that just became ready for copies left behind while they were away

@@ -144,33 +144,7 @@ pub fn mcs_changes(
         .reflect(writer)
         .filter_map(move |event| {
             let mcs = match event {
-                Ok(Event::Apply(mcs)) => {
-                    let key = object_key(&mcs, Change::Applied);
-                    let news = key.as_deref().is_some_and(|key| {
-                        seen.is_news(key, Change::Applied, mcs_relevant(&mcs))
-                    });
-                    if let (true, Some(key)) = (news, key) {
-                        changes.seen(&key, Instant::now());
-                        Some(mcs)
-                    } else {
-                        None
-                    }
-                }
-                Ok(Event::InitApply(mcs)) => {
-                    if let Some(key) = object_key(&mcs, Change::Applied) {
-                        seen.is_news(&key, Change::Applied, mcs_relevant(&mcs));
-                    }
-                    Some(mcs)
-                }
-                Ok(Event::Delete(mcs)) => {
-                    // Gone from the hub (the finalizer, if it had ours, was removed by its
-                    // last pass): nothing to reconcile.
-                    if let Some(key) = object_key(&mcs, Change::Deleted) {
-                        seen.is_news(&key, Change::Deleted, 0);
-                    }
-                    None
-                }
-                Ok(Event::Init | Event::InitDone) => None,
+                Ok(event) => seen.mcs_to_reconcile(event, &changes),
                 Err(err) if expired(&err) => {
                     tracing::debug!(cluster = %hub_name, error = %err, "watch expired; listing again");
                     None
@@ -332,6 +306,39 @@ async fn forward<K>(
 struct RelevantHashes(HashMap<String, u64>);
 
 impl RelevantHashes {
+    /// The MCS an event of the hub's MCS watch asks to reconcile: every listed one, and a
+    /// watched one whose relevant part changed (its change is timed in `changes`). A deleted
+    /// MCS is gone from the hub (the finalizer, if it had ours, was removed by its last pass):
+    /// nothing to reconcile.
+    fn mcs_to_reconcile(
+        &mut self,
+        event: Event<DynamicObject>,
+        changes: &Changes,
+    ) -> Option<DynamicObject> {
+        match event {
+            Event::Apply(mcs) => {
+                let key = object_key(&mcs, Change::Applied)?;
+                if !self.is_news(&key, Change::Applied, mcs_relevant(&mcs)) {
+                    return None;
+                }
+                changes.seen(&key, Instant::now());
+                Some(mcs)
+            }
+            Event::InitApply(mcs) => {
+                if let Some(key) = object_key(&mcs, Change::Applied) {
+                    self.is_news(&key, Change::Applied, mcs_relevant(&mcs));
+                }
+                Some(mcs)
+            }
+            Event::Delete(mcs) => {
+                let key = object_key(&mcs, Change::Deleted)?;
+                self.is_news(&key, Change::Deleted, 0);
+                None
+            }
+            Event::Init | Event::InitDone => None,
+        }
+    }
+
     /// Records `change` of `key` with relevant hash `now`; whether it changed anything relevant
     /// (a deletion always does).
     fn is_news(&mut self, key: &str, change: Change, now: u64) -> bool {
@@ -436,6 +443,43 @@ mod tests {
         );
         watches.follow(&registry(Vec::new()), &triggers);
         assert!(watches.watched().is_empty());
+    }
+
+    #[test]
+    fn listed_mcss_are_reconciled_untimed_and_watched_ones_only_when_news() {
+        let mcs = |generation: i64| {
+            let mut o = DynamicObject::new("web", &mcs_resource()).within("shop");
+            o.metadata.generation = Some(generation);
+            o
+        };
+        let changes = Changes::default();
+        let mut seen = RelevantHashes::default();
+        assert!(
+            seen.mcs_to_reconcile(Event::InitApply(mcs(1)), &changes)
+                .is_some()
+        );
+        assert!(changes.is_empty(), "a listing is not a change");
+        assert!(
+            seen.mcs_to_reconcile(Event::Apply(mcs(1)), &changes)
+                .is_none()
+        );
+        assert!(
+            seen.mcs_to_reconcile(Event::Apply(mcs(2)), &changes)
+                .is_some()
+        );
+        assert!(
+            changes.take("shop/web").is_some(),
+            "a watched change is timed"
+        );
+        assert!(
+            seen.mcs_to_reconcile(Event::Delete(mcs(2)), &changes)
+                .is_none()
+        );
+        assert!(
+            seen.mcs_to_reconcile(Event::Apply(mcs(2)), &changes)
+                .is_some(),
+            "re-created"
+        );
     }
 
     #[test]
