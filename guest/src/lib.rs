@@ -26,6 +26,7 @@ pub mod plan;
 mod schema;
 pub mod service;
 mod strict;
+pub mod sync;
 mod time;
 pub mod validate;
 
@@ -85,6 +86,19 @@ impl Guest for Component {
         current: Vec<LoadBalancerIngress>,
     ) -> LoadBalancerReport {
         balancer::status(&providers, &current)
+    }
+
+    fn decide(pass: PassRead, settings: SyncSettings) -> Result<PassDecision, String> {
+        sync::decide(&pass, &settings)
+    }
+
+    fn conclude(
+        basis: StatusBasis,
+        failures: WriteFailures,
+        current: StatusNow,
+        reported: Option<Reported>,
+    ) -> StatusUpdate {
+        sync::status::conclude(&basis, &failures, &current, reported.as_ref())
     }
 
     fn cluster_name_problem(name: String) -> Option<String> {

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::decode::decode_mcs;
+use crate::decode::{Mcs, decode_mcs};
 use crate::field::aggregate;
 use crate::filter::{
     DISPATCH_MANAGER, MANAGED_BY_LABEL, PROVISION_CLUSTER_ANNOTATION, SERVICE_NAME_LABEL,
@@ -16,8 +16,12 @@ use crate::{EndpointSlice, ExposurePort, McsRef, SyncPlan};
 
 /// Plans the sync of an MCS (JSON text) against the registered cluster names.
 pub fn plan(raw: &str, registered: &[String]) -> Result<SyncPlan, String> {
-    let mcs = decode_mcs(raw)?;
-    let errors = validate_mcs(&mcs, &KARMADA_COMPATIBLE, &NOTHING_KNOWN);
+    Ok(plan_of(&decode_mcs(raw)?, registered))
+}
+
+/// Plans the sync of a decoded MCS against the registered cluster names.
+pub fn plan_of(mcs: &Mcs, registered: &[String]) -> SyncPlan {
+    let errors = validate_mcs(mcs, &KARMADA_COMPATIBLE, &NOTHING_KNOWN);
     let invalid = (!errors.is_empty()).then(|| aggregate(&errors));
     let deleting = mcs.meta.deletion_timestamp.is_some();
     let types = mcs.spec.types.as_deref().unwrap_or_default();
@@ -26,7 +30,7 @@ pub fn plan(raw: &str, registered: &[String]) -> Result<SyncPlan, String> {
     let acts = invalid.is_none() && !deleting;
     let (providers, unknown_providers) = select(&mcs.spec.provider_clusters, registered);
     let (consumers, unknown_consumers) = select(&mcs.spec.consumer_clusters, registered);
-    Ok(SyncPlan {
+    SyncPlan {
         active: cross_cluster && acts,
         deleting,
         invalid,
@@ -48,7 +52,7 @@ pub fn plan(raw: &str, registered: &[String]) -> Result<SyncPlan, String> {
         unknown_providers,
         unknown_consumers,
         load_balancer: load_balancer && acts,
-    })
+    }
 }
 
 /// `(registered names selected, listed names not registered)`: an empty list selects every

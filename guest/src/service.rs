@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
-use crate::ServiceAction;
+use crate::{ServiceAction, ServicePort};
 
 /// Fields of `spec` the member cluster assigns.
 const ASSIGNED: [&str; 3] = ["clusterIP", "clusterIPs", "healthCheckNodePort"];
@@ -48,6 +48,27 @@ pub fn service(template: &str, existing: Option<&str>) -> Result<ServiceAction, 
         return Ok(ServiceAction::Recreate(member_copy(&template).to_string()));
     }
     Ok(ServiceAction::Conflict(headlessness_conflict(&template)))
+}
+
+/// The ports of a Service (JSON text) as the endpoint filter takes them: `spec.ports[]`'s
+/// `name` (empty when absent) and `port`; none when the text is not a Service.
+pub fn service_ports(service: &str) -> Vec<ServicePort> {
+    let Ok(service) = decode(service, "template") else {
+        return Vec::new();
+    };
+    object(&service, "spec")
+        .map(|spec| {
+            ports(spec)
+                .into_iter()
+                .filter_map(|p| {
+                    Some(ServicePort {
+                        name: p.get("name").and_then(Value::as_str).unwrap_or("").to_string(),
+                        port: i32::try_from(p.get("port")?.as_i64()?).ok()?,
+                    })
+                })
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// Whether a Service is headless (`spec.clusterIP: None`).

@@ -55,12 +55,18 @@ pub mod types {
         PortStatus, ProviderIngress, ProviderLoadBalancer, Rejection, ServiceAction, ServicePort,
         Settings, SliceCopy, SliceSummary, SyncPlan,
     };
+    pub use super::bindings::exports::karmada::mcs_policy::policy::{
+        FinalizerChange, MemberObject, MemberObjects, MemberRead, MemberState, PassDecision,
+        PassRead, ReadFailure, RememberedIngress, Reported, ServiceWrite, SliceWrite, StatusBasis,
+        StatusNow, StatusUpdate, SyncSettings, WriteFailures, EventNote,
+    };
 }
 
 use types::{
     AdmissionRequest, Context, Denial, EndpointSlice, LoadBalancerIngress, LoadBalancerReport,
-    McsRef, PatchOperation, ProviderLoadBalancer, ServiceAction, ServicePort, Settings,
-    SliceSummary, SyncPlan,
+    McsRef, PassDecision, PassRead, PatchOperation, ProviderLoadBalancer, Reported, ServiceAction,
+    ServicePort, Settings, SliceSummary, StatusBasis, StatusNow, StatusUpdate, SyncPlan,
+    SyncSettings, WriteFailures,
 };
 
 /// All switches off: the `karmada-compatible` policy.
@@ -354,6 +360,44 @@ impl PolicyEngine {
                 f.call(store, (providers, current)).map(|(r,)| r)
             },
         )
+    }
+
+    /// Every decision of one sync pass over one MultiClusterService, from what the pass read
+    /// (WIT `decide`); `Err` carries the decode error of an object that is not one.
+    pub fn decide(
+        &self,
+        pass: &PassRead,
+        settings: SyncSettings,
+        budget: Duration,
+    ) -> Result<Result<PassDecision, String>, EngineError> {
+        let loaded = self.current();
+        self.inner
+            .runtime
+            .run(&loaded, Function::Decide, budget, |callee, store| {
+                // SAFETY: these are the `sig` types of `decide`.
+                let f = unsafe { callee.typed::<sig::Decide<'_>, sig::DecideOut>() };
+                f.call(store, (pass, settings)).map(|(r,)| r)
+            })
+    }
+
+    /// The end of a sync pass: conditions, Events due and whether to retry (WIT `conclude`).
+    pub fn conclude(
+        &self,
+        basis: &StatusBasis,
+        failures: &WriteFailures,
+        current: &StatusNow,
+        reported: Option<&Reported>,
+        budget: Duration,
+    ) -> Result<StatusUpdate, EngineError> {
+        let loaded = self.current();
+        self.inner
+            .runtime
+            .run(&loaded, Function::Conclude, budget, |callee, store| {
+                // SAFETY: these are the `sig` types of `conclude`.
+                let f = unsafe { callee.typed::<sig::Conclude<'_>, sig::ConcludeOut>() };
+                f.call(store, (basis, failures, current, reported))
+                    .map(|(r,)| r)
+            })
     }
 
     /// Why `name` cannot name a member cluster, or `None` when it can (WIT

@@ -26,8 +26,9 @@ use super::epoch::EpochClock;
 use super::error::EngineError;
 use super::types::{
     AdmissionRequest, Context, Denial, EndpointSlice, LoadBalancerIngress, LoadBalancerReport,
-    McsRef, PatchOperation, ProviderLoadBalancer, ServiceAction, ServicePort, Settings, SliceCopy,
-    SliceSummary, SyncPlan,
+    McsRef, PassDecision, PassRead, PatchOperation, ProviderLoadBalancer, Reported, ServiceAction,
+    ServicePort, Settings, SliceCopy, SliceSummary, StatusBasis, StatusNow, StatusUpdate,
+    SyncPlan, SyncSettings, WriteFailures,
 };
 
 /// The exported interface (`wit/policy.wit`).
@@ -60,6 +61,15 @@ pub mod sig {
     pub type ClusterNameProblemOut = (Option<String>,);
     pub type LoadBalancerStatus<'a> = (&'a [ProviderLoadBalancer], &'a [LoadBalancerIngress]);
     pub type LoadBalancerStatusOut = (LoadBalancerReport,);
+    pub type Decide<'a> = (&'a PassRead, SyncSettings);
+    pub type DecideOut = (Result<PassDecision, String>,);
+    pub type Conclude<'a> = (
+        &'a StatusBasis,
+        &'a WriteFailures,
+        &'a StatusNow,
+        Option<&'a Reported>,
+    );
+    pub type ConcludeOut = (StatusUpdate,);
 }
 
 /// A function of the interface.
@@ -73,10 +83,12 @@ pub enum Function {
     Service,
     ClusterNameProblem,
     LoadBalancerStatus,
+    Decide,
+    Conclude,
 }
 
 impl Function {
-    const ALL: [Function; 8] = [
+    const ALL: [Function; 10] = [
         Function::Validate,
         Function::Mutate,
         Function::Filter,
@@ -85,6 +97,8 @@ impl Function {
         Function::Service,
         Function::ClusterNameProblem,
         Function::LoadBalancerStatus,
+        Function::Decide,
+        Function::Conclude,
     ];
 
     /// The WIT name, as in errors and metrics.
@@ -98,12 +112,14 @@ impl Function {
             Function::Service => "service",
             Function::ClusterNameProblem => "cluster-name-problem",
             Function::LoadBalancerStatus => "load-balancer-status",
+            Function::Decide => "decide",
+            Function::Conclude => "conclude",
         }
     }
 }
 
 /// The export index of every function, checked against `sig` when the component was loaded.
-struct Exports([ComponentExportIndex; 8]);
+struct Exports([ComponentExportIndex; 10]);
 
 impl Exports {
     fn find(component: &Component) -> Result<Self, String> {
@@ -173,6 +189,12 @@ impl Exports {
                     sig::LoadBalancerStatus<'_>,
                     sig::LoadBalancerStatusOut,
                 >(instance, store, index, name),
+                Function::Decide => {
+                    one::<sig::Decide<'_>, sig::DecideOut>(instance, store, index, name)
+                }
+                Function::Conclude => {
+                    one::<sig::Conclude<'_>, sig::ConcludeOut>(instance, store, index, name)
+                }
             }?;
         }
         Ok(())

@@ -10,8 +10,9 @@ wit_bindgen::generate!({
 
 use exports::karmada::mcs_policy::policy::{
     AdmissionRequest, Context, Denial, EndpointSlice, Guest, LoadBalancerIngress,
-    LoadBalancerReport, McsRef, PatchOperation, ProviderLoadBalancer, ServiceAction, ServicePort,
-    Settings, SliceCopy, SliceSummary, SyncPlan,
+    LoadBalancerReport, McsRef, PassDecision, PassRead, PatchOperation, ProviderLoadBalancer,
+    Reported, ServiceAction, ServicePort, Settings, SliceCopy, SliceSummary, StatusBasis,
+    StatusNow, StatusUpdate, SyncPlan, SyncSettings, WriteFailures,
 };
 
 /// The exported component.
@@ -94,6 +95,32 @@ impl Guest for Hostile {
             complete: false,
             reason: String::new(),
             message: String::new(),
+        }
+    }
+
+    fn decide(pass: PassRead, _settings: SyncSettings) -> Result<PassDecision, String> {
+        misbehave(&pass.mcs);
+        Err("the hostile component decides nothing".to_string())
+    }
+
+    fn conclude(
+        basis: StatusBasis,
+        _failures: WriteFailures,
+        current: StatusNow,
+        reported: Option<Reported>,
+    ) -> StatusUpdate {
+        misbehave(basis.invalid.as_deref().unwrap_or(""));
+        StatusUpdate {
+            conditions: Some(current.conditions),
+            events: Vec::new(),
+            reported: reported.unwrap_or(Reported {
+                unknown: Vec::new(),
+                incompatible: Vec::new(),
+                service_applied: None,
+                dispatched: None,
+                load_balancer: None,
+            }),
+            retry: true,
         }
     }
 
