@@ -1,6 +1,6 @@
-//! The *decide* step: every decision of a pass, asked of the policy component (`plan`, `filter`,
-//! `prune`, `service`, `load-balancer-status`). No client here; calls run on the blocking pool because the engine
-//! blocks.
+//! The *decide* step: every decision, asked of the policy component — a pass's (`decide`,
+//! then `conclude`), a Service's again after a 409 (`service`), and a sweep's (`plan`,
+//! `prune`). No client here; calls run on the blocking pool because the engine blocks.
 
 use std::time::Duration;
 
@@ -8,15 +8,15 @@ use k8s_openapi::api::core::v1::Service;
 
 use crate::engine::convert::{self, ServiceChange};
 use crate::engine::types::{
-    EndpointSlice, LoadBalancerIngress, LoadBalancerReport, McsRef, ProviderLoadBalancer,
-    ServicePort, SyncPlan,
+    EndpointSlice, McsRef, PassDecision, PassRead, Reported, StatusBasis, StatusNow, StatusUpdate,
+    SyncPlan, SyncSettings, WriteFailures,
 };
 use crate::engine::{EngineError, PolicyEngine};
 
 /// Why the component gave no decision.
 #[derive(Debug, thiserror::Error)]
 pub enum DecideError {
-    #[error("planning multiclusterservice {object}")]
+    #[error("asking the policy component about multiclusterservice {object}")]
     Engine {
         object: String,
         #[source]
@@ -53,38 +53,6 @@ impl Decider {
             object: object.to_string(),
             message,
         })
-    }
-
-    /// WIT `filter`: the copies `consumer` must hold of `provider`'s `slices`, given the hub
-    /// Service's ports (`None` when the hub has no such Service).
-    pub async fn filter(
-        &self,
-        mcs: &McsRef,
-        service_ports: Option<&[ServicePort]>,
-        provider: &str,
-        consumer: &str,
-        slices: &[EndpointSlice],
-    ) -> Result<Vec<EndpointSlice>, DecideError> {
-        let (engine, budget) = (self.engine.clone(), self.budget);
-        let service_ports = service_ports.map(<[ServicePort]>::to_vec);
-        let (mcs, provider, consumer, slices) = (
-            mcs.clone(),
-            provider.to_string(),
-            consumer.to_string(),
-            slices.to_vec(),
-        );
-        let object = format!("{}/{}", mcs.namespace, mcs.name);
-        self.blocking(&object, move || {
-            engine.filter(
-                &mcs,
-                service_ports.as_deref(),
-                &provider,
-                &consumer,
-                &slices,
-                budget,
-            )
-        })
-        .await
     }
 
     /// WIT `prune`: names among `existing` that are stale copies of `mcs` (copies from the
@@ -137,17 +105,40 @@ impl Decider {
             .map_err(|e| refused(format!("the component's object is not a Service: {e}")))
     }
 
-    /// WIT `load-balancer-status`: the MCS `object`'s `status.loadBalancer.ingress` from its
-    /// providers' load balancers, given its `current` entries, and the condition.
-    pub async fn load_balancer_status(
+    /// WIT `decide`: every decision of one pass over the MCS `object`, from what it read.
+    pub async fn decide(
         &self,
         object: &str,
-        providers: Vec<ProviderLoadBalancer>,
-        current: Vec<LoadBalancerIngress>,
-    ) -> Result<LoadBalancerReport, DecideError> {
+        pass: &PassRead,
+        stale_timeout: Option<Duration>,
+    ) -> Result<PassDecision, DecideError> {
+        let (engine, budget) = (self.engine.clone(), self.budget);
+        let pass = pass.clone();
+        let settings = SyncSettings {
+            stale_timeout_ms: stale_timeout
+                .map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX)),
+        };
+        let answer = self
+            .blocking(object, move || engine.decide(&pass, settings, budget))
+            .await?;
+        answer.map_err(|message| DecideError::Decode {
+            object: object.to_string(),
+            message,
+        })
+    }
+
+    /// WIT `conclude`: the status, Events and retry of a pass over the MCS `object`.
+    pub async fn conclude(
+        &self,
+        object: &str,
+        basis: StatusBasis,
+        failures: WriteFailures,
+        current: StatusNow,
+        reported: Option<Reported>,
+    ) -> Result<StatusUpdate, DecideError> {
         let (engine, budget) = (self.engine.clone(), self.budget);
         self.blocking(object, move || {
-            engine.load_balancer_status(&providers, &current, budget)
+            engine.conclude(&basis, &failures, &current, reported.as_ref(), budget)
         })
         .await
     }

@@ -1,9 +1,5 @@
-//! The *events* step (docs/sync.md#provider-and-consumer-sets, docs/sync.md#status-conditions-and-events): core v1 Events on the MultiClusterService in the hub.
-//! To avoid one Event per resync, an Event is emitted only when what it reports changes: the
-//! status of its condition, or the set of unknown cluster names ([`ReportedByMcs`], per MCS uid).
-
-use std::collections::{BTreeSet, HashMap};
-use std::sync::{Arc, Mutex};
+//! The *events* step's write: core v1 Events on the MultiClusterService in the hub, as the
+//! component's `conclude` says they are due (docs/sync.md#status-conditions-and-events).
 
 use k8s_openapi::api::core::v1::{Event, EventSource, ObjectReference};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
@@ -11,9 +7,8 @@ use k8s_openapi::jiff::Timestamp;
 use kube::api::{DynamicObject, PostParams};
 use kube::{Api, Client};
 
-use super::messages;
 use super::read::object_name;
-use super::status::Condition;
+use crate::engine::types::EventNote;
 
 /// `source.component` of every Event.
 pub const COMPONENT: &str = "mcs-policy";
@@ -30,112 +25,8 @@ pub enum EventError {
     },
 }
 
-/// What was last reported for one MCS.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Reported {
-    pub unknown: BTreeSet<String>,
-    /// `APIIncompatible` messages: clusters that do not serve EndpointSlices.
-    pub incompatible: BTreeSet<String>,
-    pub service_applied: Option<bool>,
-    pub dispatched: Option<bool>,
-    /// `LoadBalancerStatusReported` (for an MCS of type `LoadBalancer`).
-    pub load_balancer: Option<bool>,
-}
-
-/// The last report of every MCS, keyed by uid.
-pub type ReportedByMcs = Arc<Mutex<HashMap<String, Reported>>>;
-
-/// One Event to write.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Note {
-    pub warning: bool,
-    pub reason: String,
-    pub message: String,
-}
-
-/// The Events due given what was `seen` before and what is `now`.
-pub fn due(
-    seen: &Reported,
-    now: &Reported,
-    unknown_providers: &[String],
-    unknown_consumers: &[String],
-    service_error: Option<&str>,
-    dispatch_error: Option<&str>,
-    load_balancer: Option<&Condition>,
-) -> Vec<Note> {
-    let mut out = Vec::new();
-    if now.unknown != seen.unknown {
-        for (role, names) in [
-            ("Provider", unknown_providers),
-            ("Consumer", unknown_consumers),
-        ] {
-            for name in names {
-                out.push(Note {
-                    warning: true,
-                    reason: "ClusterNotFound".into(),
-                    message: format!("{role} cluster {name} is not found"),
-                });
-            }
-        }
-    }
-    for message in now.incompatible.difference(&seen.incompatible) {
-        out.push(Note {
-            warning: true,
-            reason: "APIIncompatible".into(),
-            message: message.clone(),
-        });
-    }
-    if now.service_applied != seen.service_applied {
-        out.push(match service_error {
-            None => Note {
-                warning: false,
-                reason: "SyncServiceSucceed".into(),
-                message: "Service is propagated to target clusters.".into(),
-            },
-            Some(e) => Note {
-                warning: true,
-                reason: "SyncServiceFailed".into(),
-                message: e.to_string(),
-            },
-        });
-    }
-    if now.dispatched.is_some() && now.dispatched != seen.dispatched {
-        out.push(match dispatch_error {
-            None => Note {
-                warning: false,
-                reason: "DispatchEndpointSliceSucceed".into(),
-                message: "EndpointSlice are dispatched successfully".into(),
-            },
-            Some(e) => Note {
-                warning: true,
-                reason: "DispatchEndpointSliceFailed".into(),
-                message: e.to_string(),
-            },
-        });
-    }
-    if let Some(c) = load_balancer.filter(|_| now.load_balancer != seen.load_balancer) {
-        // Named like the condition's reason; the message is the condition's, within an Event's
-        // size.
-        out.push(Note {
-            warning: !c.status,
-            reason: c.reason.clone(),
-            message: messages::join_bounded(
-                std::slice::from_ref(&c.message),
-                messages::EVENT_LIMIT,
-            ),
-        });
-    }
-    out
-}
-
-/// The `APIIncompatible` message of a `role` (`Provider`, `Consumer`) cluster that does not
-/// serve `discovery.k8s.io/v1` EndpointSlices (Karmada's wording).
-pub fn incompatible(role: &str, cluster: &str) -> String {
-    format!("{role} cluster {cluster} does not support EndpointSlice")
-}
-
 /// Writes `note` as a core v1 Event about `mcs` in its namespace of the hub.
-pub async fn emit(hub: &Client, mcs: &DynamicObject, note: &Note) -> Result<(), EventError> {
+pub async fn emit(hub: &Client, mcs: &DynamicObject, note: &EventNote) -> Result<(), EventError> {
     let namespace = mcs.metadata.namespace.clone().unwrap_or_default();
     let name = mcs.metadata.name.clone().unwrap_or_default();
     let now = Time(Timestamp::now());
@@ -176,114 +67,4 @@ pub async fn emit(hub: &Client, mcs: &DynamicObject, note: &Note) -> Result<(), 
             reason: note.reason.clone(),
             source: Box::new(source),
         })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn only_changes_are_reported() {
-        let now = Reported {
-            unknown: BTreeSet::from(["ghost".to_string()]),
-            incompatible: BTreeSet::from([incompatible("Consumer", "old")]),
-            service_applied: Some(false),
-            dispatched: Some(true),
-            load_balancer: None,
-        };
-        let first = due(
-            &Reported::default(),
-            &now,
-            &["ghost".into()],
-            &[],
-            Some("boom"),
-            None,
-            None,
-        );
-        let reasons: Vec<_> = first.iter().map(|n| n.reason.as_str()).collect();
-        assert_eq!(
-            reasons,
-            [
-                "ClusterNotFound",
-                "APIIncompatible",
-                "SyncServiceFailed",
-                "DispatchEndpointSliceSucceed"
-            ]
-        );
-        assert_eq!(first[0].message, "Provider cluster ghost is not found");
-        assert!(due(&now, &now, &["ghost".into()], &[], Some("boom"), None, None).is_empty());
-    }
-
-    #[test]
-    fn a_cluster_without_endpointslices_is_reported_once_when_it_appears() {
-        let before = Reported {
-            incompatible: BTreeSet::from([incompatible("Consumer", "old")]),
-            ..Reported::default()
-        };
-        let now = Reported {
-            incompatible: BTreeSet::from([
-                incompatible("Consumer", "old"),
-                incompatible("Provider", "m2"),
-            ]),
-            ..Reported::default()
-        };
-        let notes = due(&before, &now, &[], &[], None, None, None);
-        assert_eq!(
-            notes,
-            [Note {
-                warning: true,
-                reason: "APIIncompatible".into(),
-                message: "Provider cluster m2 does not support EndpointSlice".into(),
-            }]
-        );
-    }
-
-    #[test]
-    fn the_load_balancer_condition_is_reported_when_its_status_changes() {
-        let condition = |complete: bool, message: &str| Condition {
-            type_: super::super::status::LOAD_BALANCER,
-            status: complete,
-            reason: if complete {
-                "LoadBalancerStatusComplete"
-            } else {
-                "LoadBalancerStatusIncomplete"
-            }
-            .into(),
-            message: message.into(),
-        };
-        // The Events of a pass that saw the condition `before` and sees `now`.
-        let notes = |before: Option<bool>, now: bool, c: &Condition| {
-            let seen = |lb| Reported {
-                load_balancer: lb,
-                ..Reported::default()
-            };
-            due(
-                &seen(before),
-                &seen(Some(now)),
-                &[],
-                &[],
-                None,
-                None,
-                Some(c),
-            )
-        };
-        let pending = condition(false, "cluster m2 has no load balancer ingress yet");
-        assert_eq!(
-            notes(None, false, &pending),
-            [Note {
-                warning: true,
-                reason: "LoadBalancerStatusIncomplete".into(),
-                message: "cluster m2 has no load balancer ingress yet".into(),
-            }]
-        );
-        assert!(notes(Some(false), false, &pending).is_empty());
-        let done = condition(
-            true,
-            "every provider cluster has a load balancer ingress: m1, m2",
-        );
-        let complete = notes(Some(false), true, &done);
-        assert_eq!(complete.len(), 1);
-        assert!(!complete[0].warning);
-        assert_eq!(complete[0].reason, "LoadBalancerStatusComplete");
-    }
 }

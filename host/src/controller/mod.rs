@@ -8,12 +8,10 @@
 
 pub mod apply;
 mod args;
-pub mod balancer;
 pub mod decide;
-mod dispatch;
 pub mod events;
 pub mod leader;
-pub mod messages;
+pub mod memory;
 pub mod metrics;
 pub mod namespace;
 pub mod orphans;
@@ -24,9 +22,10 @@ pub mod retries;
 pub mod retry;
 pub mod runtime;
 pub mod service;
-pub mod stale;
+pub mod snapshot;
 pub mod status;
 pub mod triggers;
+pub mod writes;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -66,14 +65,10 @@ pub struct Context {
     pub decider: Decider,
     /// Field manager of the applies.
     pub field_manager: String,
-    /// What the Events last reported, per MCS uid.
-    pub events: events::ReportedByMcs,
+    /// What the controller remembers of each MCS between passes, per uid.
+    pub remembered: memory::RememberedByMcs,
     /// `--stale-endpoint-timeout`, if set.
     pub stale_timeout: Option<Duration>,
-    /// When each provider was first seen unreadable, per MCS uid.
-    pub unreadable: stale::UnreadableSince,
-    /// What the providers' load balancers last reported, per MCS uid.
-    pub balancers: balancer::RememberedByMcs,
     /// The controller's counters.
     pub metrics: Arc<metrics::Metrics>,
     /// Why a member that is not ready is not, in the terms of the cluster source.
@@ -142,10 +137,8 @@ pub async fn run(args: SyncArgs, shutdown: impl Future<Output = ()>) -> Result<(
             budget: Duration::from_millis(args.budget_ms),
         },
         field_manager: args.field_manager.clone(),
-        events: events::ReportedByMcs::default(),
+        remembered: memory::RememberedByMcs::default(),
         stale_timeout: args.stale_endpoint_timeout,
-        unreadable: stale::UnreadableSince::default(),
-        balancers: balancer::RememberedByMcs::default(),
         metrics: Arc::new(metrics::Metrics::default()),
         not_ready: source.not_ready(),
     };

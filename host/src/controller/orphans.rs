@@ -16,9 +16,9 @@ use kube::ResourceExt;
 use kube::api::DynamicObject;
 
 use super::Context;
-use super::dispatch::{Keep, prune};
+use super::apply::delete_slice;
 use super::read::{SERVICE_NAME_LABEL, list_copies, list_mcs, mcs_json, object_name};
-use super::report::{Report, chain};
+use super::report::{Failure, Report, chain};
 use crate::clusters::Cluster;
 use crate::engine::convert;
 use crate::engine::types::McsRef;
@@ -32,14 +32,14 @@ pub async fn sweep(ctx: &Context, members: &[String]) {
     let reports = futures::future::join_all(clusters.iter().map(|c| sweep_member(ctx, c))).await;
     for (cluster, report) in clusters.iter().zip(reports) {
         ctx.metrics.deleted(report.deleted);
-        for (failed, kind) in &report.failures {
-            ctx.metrics.cluster_error(failed, *kind);
+        for failure in &report.failures {
+            ctx.metrics.cluster_error(&failure.cluster, failure.kind);
         }
-        if report.deleted > 0 || !report.errors.is_empty() {
+        if report.deleted > 0 || !report.failures.is_empty() {
             tracing::info!(
                 cluster = %cluster.name,
                 deleted = report.deleted,
-                errors = ?report.errors,
+                errors = ?report.failures.iter().map(|f| &f.message).collect::<Vec<_>>(),
                 "removed copies left behind while the member was unreachable"
             );
         }
@@ -54,7 +54,8 @@ async fn sweep_member(ctx: &Context, cluster: &Cluster) -> Report {
     let copies = match list_copies(&cluster.client, &cluster.name).await {
         Ok(copies) => copies,
         Err(err) => {
-            report.fail("(every multiclusterservice)", &cluster.name, &err);
+            let failure = Failure::logged("(every multiclusterservice)", &cluster.name, &err);
+            report.failures.push(failure);
             return report;
         }
     };
@@ -65,7 +66,8 @@ async fn sweep_member(ctx: &Context, cluster: &Cluster) -> Report {
     let all = match list_mcs(&hub.client, &hub.name).await {
         Ok(all) => all,
         Err(err) => {
-            report.fail("(every multiclusterservice)", &hub.name, &err);
+            let failure = Failure::logged("(every multiclusterservice)", &hub.name, &err);
+            report.failures.push(failure);
             return report;
         }
     };
@@ -83,16 +85,27 @@ async fn sweep_member(ctx: &Context, cluster: &Cluster) -> Report {
             ports: Vec::new(),
         };
         let existing = existing.iter().map(convert::slice_to_wit).collect();
-        prune(
-            ctx,
-            &key,
-            &mcs,
-            cluster,
-            existing,
-            Keep::default(),
-            &mut report,
-        )
-        .await;
+        let stale = match ctx
+            .decider
+            .prune(&mcs, existing, Vec::new(), Vec::new())
+            .await
+        {
+            Ok(stale) => stale,
+            Err(err) => {
+                report
+                    .failures
+                    .push(Failure::logged(&key, &cluster.name, &err));
+                continue;
+            }
+        };
+        for name in stale {
+            match delete_slice(&cluster.client, &cluster.name, &mcs.namespace, &name).await {
+                Ok(()) => report.deleted += 1,
+                Err(err) => report
+                    .failures
+                    .push(Failure::logged(&key, &cluster.name, &err)),
+            }
+        }
     }
     report
 }

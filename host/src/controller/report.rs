@@ -1,12 +1,36 @@
-//! What a pass over one MultiClusterService did: copies applied and deleted, and the member
-//! failures that make it retried and that its conditions and Events report.
+//! What a pass over one MultiClusterService did: copies applied and deleted, the failures of
+//! its reads and writes (for the log and the metrics; the component decides what they mean),
+//! and whether it must be retried.
 
-use std::collections::BTreeSet;
-
-use super::events::incompatible;
-use super::read::ReadError;
 pub use crate::clusters::api_error::chain;
 use crate::clusters::api_error::{Kind, classify};
+
+/// One failed read or write in a cluster.
+#[derive(Clone, Debug)]
+pub struct Failure {
+    pub cluster: String,
+    pub kind: Kind,
+    /// The error with its causes.
+    pub message: String,
+}
+
+impl Failure {
+    /// The failure of `err` in `cluster` for `mcs`, logged.
+    pub fn logged(mcs: &str, cluster: &str, err: &(dyn std::error::Error + 'static)) -> Self {
+        let message = chain(err);
+        let kind = classify(err);
+        if kind.is_credentials() {
+            tracing::warn!(mcs, cluster, error = %message, "member cluster refuses our credentials (docs/api-errors.md): fix its kubeconfig or secret, or its RBAC");
+        } else {
+            tracing::warn!(mcs, cluster, error = %message, "member cluster step failed");
+        }
+        Failure {
+            cluster: cluster.to_string(),
+            kind,
+            message,
+        }
+    }
+}
 
 /// What a pass did for one MCS.
 #[derive(Debug, Default)]
@@ -15,69 +39,15 @@ pub struct Report {
     pub applied: usize,
     /// Stale copies deleted.
     pub deleted: usize,
-    /// Member-cluster failures, rendered with their causes.
-    pub errors: Vec<String>,
-    /// The cluster and kind of each failure in `errors`.
-    pub failures: Vec<(String, Kind)>,
-    /// `APIIncompatible` messages: clusters that answered 404 to a list of EndpointSlices,
-    /// i.e. do not serve them.
-    pub incompatible: BTreeSet<String>,
-    /// The Service could not be propagated to some member (a missing template does not count:
-    /// the hub's Service watch reports its arrival).
-    pub service_failed: bool,
-    /// A provider's Service could not be read for the load balancer status.
-    pub load_balancer_failed: bool,
+    /// What failed, read or written.
+    pub failures: Vec<Failure>,
+    /// The component says the pass must be retried after a backoff.
+    pub retry: bool,
 }
 
 impl Report {
-    /// Whether every step succeeded (otherwise the MCS is retried after a backoff).
+    /// Whether the pass needs no retry.
     pub fn succeeded(&self) -> bool {
-        self.errors.is_empty() && !self.service_failed && !self.load_balancer_failed
-    }
-
-    pub(super) fn fail(
-        &mut self,
-        mcs: &str,
-        cluster: &str,
-        err: &(dyn std::error::Error + 'static),
-    ) {
-        let message = chain(err);
-        let kind = classify(err);
-        if kind.is_credentials() {
-            tracing::warn!(mcs, cluster, error = %message, "member cluster refuses our credentials (docs/api-errors.md): fix its kubeconfig or secret, or its RBAC");
-        } else {
-            tracing::warn!(mcs, cluster, error = %message, "member cluster step failed");
-        }
-        self.errors.push(message);
-        self.failures.push((cluster.to_string(), kind));
-    }
-
-    /// Adds what another part of the same pass did.
-    pub(super) fn absorb(&mut self, other: Report) {
-        self.applied += other.applied;
-        self.deleted += other.deleted;
-        self.errors.extend(other.errors);
-        self.failures.extend(other.failures);
-        self.incompatible.extend(other.incompatible);
-        self.service_failed |= other.service_failed;
-        self.load_balancer_failed |= other.load_balancer_failed;
-    }
-
-    /// Fails a list of EndpointSlices in `cluster` (a `role` cluster); a 404 there means the
-    /// cluster does not serve EndpointSlices at all.
-    pub(super) fn fail_list(&mut self, mcs: &str, role: &str, cluster: &str, err: &ReadError) {
-        if classify(err) == Kind::NotFound {
-            self.incompatible.insert(incompatible(role, cluster));
-        }
-        self.fail(mcs, cluster, err);
-    }
-
-    /// The reports of parts of one pass, as one.
-    pub(super) fn merged(parts: impl IntoIterator<Item = Report>) -> Report {
-        let mut all = Report::default();
-        for part in parts {
-            all.absorb(part);
-        }
-        all
+        !self.retry
     }
 }

@@ -213,22 +213,22 @@ async fn reconcile_key(ctx: &Context, key: &str, ready: &[String]) -> Result<(),
         Ok(r) => {
             ctx.metrics.applied(r.applied);
             ctx.metrics.deleted(r.deleted);
-            for (cluster, kind) in &r.failures {
-                ctx.metrics.cluster_error(cluster, *kind);
+            for failure in &r.failures {
+                ctx.metrics.cluster_error(&failure.cluster, failure.kind);
             }
-            if r.applied + r.deleted > 0 || !r.errors.is_empty() {
+            if r.applied + r.deleted > 0 || !r.failures.is_empty() {
                 tracing::info!(
                     mcs = key,
                     applied = r.applied,
                     deleted = r.deleted,
-                    errors = r.errors.len(),
+                    errors = r.failures.len(),
                     "synced"
                 );
             }
             if r.succeeded() {
                 Ok(())
             } else {
-                Err(PassError::Incomplete(r.errors.len().max(1)))
+                Err(PassError::Incomplete(r.failures.len().max(1)))
             }
         }
         Err(err) => {
@@ -248,13 +248,7 @@ fn forget_gone(shared: &Shared, all: &[Arc<DynamicObject>]) {
         .collect();
     let alive_uid = |uid: &String| uids.contains(uid.as_str());
     let ctx = &shared.base;
-    if let Ok(mut memory) = ctx.events.lock() {
-        memory.retain(|uid, _| alive_uid(uid));
-    }
-    if let Ok(mut memory) = ctx.unreadable.lock() {
-        memory.retain(|uid, _| alive_uid(uid));
-    }
-    if let Ok(mut memory) = ctx.balancers.lock() {
+    if let Ok(mut memory) = ctx.remembered.lock() {
         memory.retain(|uid, _| alive_uid(uid));
     }
     let keys: HashSet<String> = all.iter().map(|m| read::object_name(m)).collect();

@@ -7,6 +7,8 @@
 //! the member's copy looks is the component's decision (WIT `service`); this module only reads
 //! and writes.
 
+use std::sync::Mutex;
+
 use k8s_openapi::api::core::v1::Service;
 use kube::api::{DeleteParams, PostParams, Preconditions};
 use kube::{Api, Client};
@@ -15,13 +17,10 @@ use super::decide::{DecideError, Decider};
 use super::namespace::with_namespace;
 use super::retry::on_conflict;
 use crate::engine::convert::ServiceChange;
-use crate::engine::types;
 
 /// What went wrong propagating the Service.
 #[derive(Debug, thiserror::Error)]
 pub enum ServiceError {
-    #[error("service {namespace}/{name} not found in the hub")]
-    TemplateMissing { namespace: String, name: String },
     #[error("reading service {namespace}/{name} from the hub")]
     ReadTemplate {
         namespace: String,
@@ -69,6 +68,15 @@ pub enum ServiceError {
         #[source]
         source: Box<kube::Error>,
     },
+    #[error(
+        "the component's service {namespace}/{name} for cluster {cluster} is not a service: {why}"
+    )]
+    NotAService {
+        cluster: String,
+        namespace: String,
+        name: String,
+        why: String,
+    },
     #[error("service {namespace}/{name} in cluster {cluster}: {why}")]
     Conflict {
         cluster: String,
@@ -112,19 +120,6 @@ pub async fn read_member(
         })
 }
 
-/// The template's ports as the component's `service-port` records.
-pub fn service_ports(template: &Service) -> Vec<types::ServicePort> {
-    template
-        .spec
-        .iter()
-        .flat_map(|s| s.ports.iter().flatten())
-        .map(|p| types::ServicePort {
-            name: p.name.clone().unwrap_or_default(),
-            port: p.port,
-        })
-        .collect()
-}
-
 /// What `ensure` did in one cluster.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Propagated {
@@ -134,92 +129,129 @@ pub enum Propagated {
     Unchanged,
 }
 
-/// Makes `cluster` hold the template: asks the component (`decider`) what the member's copy
-/// must be, then creates it, replaces it, or leaves it alone.
-pub async fn ensure(
+/// Makes `cluster` hold the template as the component decided (`change`, for the member's
+/// Service of uid `uid` as read). On a 409 (another writer changed the Service, or created it,
+/// since it was read) the Service is read again and the component (WIT `service`) asked again.
+pub async fn write(
     decider: &Decider,
     client: &Client,
     cluster: &str,
     template: &Service,
+    change: ServiceChange,
+    uid: Option<String>,
 ) -> Result<Propagated, ServiceError> {
-    // A 409 (another writer changed the Service, or created it, since it was read): read it
-    // again and decide again.
-    on_conflict(|| ensure_once(decider, client, cluster, template)).await
+    let target = Target::of(client, cluster, template);
+    let decided = Mutex::new(Some((change, uid)));
+    on_conflict(|| async {
+        let first = decided.lock().ok().and_then(|mut d| d.take());
+        let (change, uid) = match first {
+            Some(first) => first,
+            None => target.decide_again(decider, template).await?,
+        };
+        target.carry_out(change, uid).await
+    })
+    .await
 }
 
-/// One read → decide → write of [`ensure`].
-async fn ensure_once(
-    decider: &Decider,
-    client: &Client,
-    cluster: &str,
-    template: &Service,
-) -> Result<Propagated, ServiceError> {
-    let namespace = template.metadata.namespace.clone().unwrap_or_default();
-    let name = template.metadata.name.clone().unwrap_or_default();
-    let api: Api<Service> = Api::namespaced(client.clone(), &namespace);
-    let existing = read_member(client, cluster, &namespace, &name).await?;
-    let change = decider
-        .service(template, existing.as_ref())
-        .await
-        .map_err(|source| ServiceError::Decide {
-            cluster: cluster.to_string(),
-            namespace: namespace.clone(),
-            name: name.clone(),
-            source: Box::new(source),
-        })?;
-    let create = async |copy: Service| {
-        let params = PostParams::default();
-        with_namespace(client, &namespace, || api.create(&params, &copy))
+/// A member's Service of the template's namespace and name.
+struct Target<'a> {
+    client: &'a Client,
+    cluster: &'a str,
+    namespace: String,
+    name: String,
+}
+
+impl<'a> Target<'a> {
+    fn of(client: &'a Client, cluster: &'a str, template: &Service) -> Self {
+        Target {
+            client,
+            cluster,
+            namespace: template.metadata.namespace.clone().unwrap_or_default(),
+            name: template.metadata.name.clone().unwrap_or_default(),
+        }
+    }
+
+    /// Reads the member's Service again and asks the component what to do with it.
+    async fn decide_again(
+        &self,
+        decider: &Decider,
+        template: &Service,
+    ) -> Result<(ServiceChange, Option<String>), ServiceError> {
+        let existing = read_member(self.client, self.cluster, &self.namespace, &self.name).await?;
+        let change = decider
+            .service(template, existing.as_ref())
             .await
-            .map_err(|source| ServiceError::Create {
+            .map_err(|source| ServiceError::Decide {
+                cluster: self.cluster.to_string(),
+                namespace: self.namespace.clone(),
+                name: self.name.clone(),
+                source: Box::new(source),
+            })?;
+        Ok((change, existing.and_then(|s| s.metadata.uid)))
+    }
+
+    /// Creates, replaces or recreates the Service as `change` says (`uid`: of the Service read).
+    async fn carry_out(
+        &self,
+        change: ServiceChange,
+        uid: Option<String>,
+    ) -> Result<Propagated, ServiceError> {
+        let (client, cluster) = (self.client, self.cluster);
+        let (namespace, name) = (&self.namespace, &self.name);
+        let api: Api<Service> = Api::namespaced(client.clone(), namespace);
+        let create = async |copy: Service| {
+            let params = PostParams::default();
+            with_namespace(client, namespace, || api.create(&params, &copy))
+                .await
+                .map_err(|source| ServiceError::Create {
+                    cluster: cluster.to_string(),
+                    namespace: namespace.clone(),
+                    name: name.clone(),
+                    source: Box::new(source),
+                })
+        };
+        match change {
+            ServiceChange::Unchanged => Ok(Propagated::Unchanged),
+            ServiceChange::Create(copy) => create(copy).await.map(|_| Propagated::Created),
+            ServiceChange::Recreate(copy) => {
+                let only_what_was_read = DeleteParams {
+                    preconditions: Some(Preconditions {
+                        uid,
+                        resource_version: None,
+                    }),
+                    ..DeleteParams::default()
+                };
+                match api.delete(name, &only_what_was_read).await {
+                    Ok(_) => {}
+                    Err(kube::Error::Api(status)) if status.code == 404 => {}
+                    Err(source) => {
+                        return Err(ServiceError::Delete {
+                            cluster: cluster.to_string(),
+                            namespace: namespace.clone(),
+                            name: name.clone(),
+                            source: Box::new(source),
+                        });
+                    }
+                }
+                create(copy).await.map(|_| Propagated::Recreated)
+            }
+            ServiceChange::Conflict(why) => Err(ServiceError::Conflict {
                 cluster: cluster.to_string(),
                 namespace: namespace.clone(),
                 name: name.clone(),
-                source: Box::new(source),
-            })
-    };
-    match change {
-        ServiceChange::Unchanged => Ok(Propagated::Unchanged),
-        ServiceChange::Create(copy) => create(copy).await.map(|_| Propagated::Created),
-        ServiceChange::Recreate(copy) => {
-            let uid = existing.and_then(|s| s.metadata.uid);
-            let only_what_was_read = DeleteParams {
-                preconditions: Some(Preconditions {
-                    uid,
-                    resource_version: None,
-                }),
-                ..DeleteParams::default()
-            };
-            match api.delete(&name, &only_what_was_read).await {
-                Ok(_) => {}
-                Err(kube::Error::Api(status)) if status.code == 404 => {}
-                Err(source) => {
-                    return Err(ServiceError::Delete {
-                        cluster: cluster.to_string(),
-                        namespace: namespace.clone(),
-                        name: name.clone(),
-                        source: Box::new(source),
-                    });
-                }
-            }
-            create(copy).await.map(|_| Propagated::Recreated)
-        }
-        ServiceChange::Conflict(why) => Err(ServiceError::Conflict {
-            cluster: cluster.to_string(),
-            namespace: namespace.clone(),
-            name: name.clone(),
-            why,
-        }),
-        ServiceChange::Replace(copy) => api
-            .replace(&name, &PostParams::default(), &copy)
-            .await
-            .map(|_| Propagated::Updated)
-            .map_err(|source| ServiceError::Update {
-                cluster: cluster.to_string(),
-                namespace,
-                name,
-                source: Box::new(source),
+                why,
             }),
+            ServiceChange::Replace(copy) => api
+                .replace(name, &PostParams::default(), &copy)
+                .await
+                .map(|_| Propagated::Updated)
+                .map_err(|source| ServiceError::Update {
+                    cluster: cluster.to_string(),
+                    namespace: namespace.clone(),
+                    name: name.clone(),
+                    source: Box::new(source),
+                }),
+        }
     }
 }
 

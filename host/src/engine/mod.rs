@@ -56,9 +56,9 @@ pub mod types {
         Settings, SliceCopy, SliceSummary, SyncPlan,
     };
     pub use super::bindings::exports::karmada::mcs_policy::policy::{
-        FinalizerChange, MemberObject, MemberObjects, MemberRead, MemberState, PassDecision,
-        PassRead, ReadFailure, RememberedIngress, Reported, ServiceWrite, SliceWrite, StatusBasis,
-        StatusNow, StatusUpdate, SyncSettings, WriteFailures, EventNote,
+        EventNote, FinalizerChange, MemberObject, MemberObjects, MemberRead, MemberState,
+        PassDecision, PassRead, ReadFailure, RememberedIngress, Reported, ServiceWrite, SliceWrite,
+        StatusBasis, StatusNow, StatusUpdate, SyncSettings, WriteFailures,
     };
 }
 

@@ -27,8 +27,8 @@ use super::error::EngineError;
 use super::types::{
     AdmissionRequest, Context, Denial, EndpointSlice, LoadBalancerIngress, LoadBalancerReport,
     McsRef, PassDecision, PassRead, PatchOperation, ProviderLoadBalancer, Reported, ServiceAction,
-    ServicePort, Settings, SliceCopy, SliceSummary, StatusBasis, StatusNow, StatusUpdate,
-    SyncPlan, SyncSettings, WriteFailures,
+    ServicePort, Settings, SliceCopy, SliceSummary, StatusBasis, StatusNow, StatusUpdate, SyncPlan,
+    SyncSettings, WriteFailures,
 };
 
 /// The exported interface (`wit/policy.wit`).
