@@ -62,7 +62,11 @@ pub fn service_ports(service: &str) -> Vec<ServicePort> {
                 .into_iter()
                 .filter_map(|p| {
                     Some(ServicePort {
-                        name: p.get("name").and_then(Value::as_str).unwrap_or("").to_string(),
+                        name: p
+                            .get("name")
+                            .and_then(Value::as_str)
+                            .unwrap_or("")
+                            .to_string(),
                         port: i32::try_from(p.get("port")?.as_i64()?).ok()?,
                     })
                 })

@@ -1,5 +1,6 @@
-//! Engine benchmark: one validate, one mutate and one filter (50 slices × 10 endpoints) through
-//! the component with a fresh instance per call, next to the same guest code compiled natively,
+//! Engine benchmark: one validate, one mutate, one filter (50 slices × 10 endpoints) and one
+//! decide (a sync pass over 20 members at rest) through the component with a fresh instance per
+//! call, next to the same guest code compiled natively,
 //! in one run. `cargo bench -p mcs-policy --bench engine`; results go in BENCHMARKS.md.
 
 use std::hint::black_box;
@@ -107,6 +108,87 @@ macro_rules! filter_input {
             },
         ];
         (mcs, service_ports, slices)
+    }};
+}
+
+/// One pass of the sync controller at rest, for either the host's WIT types or the guest's:
+/// 20 members, each a provider and a consumer with 2 slices of 10 endpoints, each already
+/// holding the 38 copies of the others' slices and the Service: `decide` finds nothing to write.
+macro_rules! pass_input {
+    ($t:path) => {{
+        use $t as t;
+        let names: Vec<String> = (1..=20).map(|m| format!("member{m:02}")).collect();
+        let own = |member: &str, s: usize| t::EndpointSlice {
+            name: format!("web-{member}-{s}"),
+            namespace: "shop".into(),
+            labels: vec![("kubernetes.io/service-name".into(), "web".into())],
+            annotations: vec![],
+            address_type: "IPv4".into(),
+            endpoints: (0..10)
+                .map(|e| t::Endpoint {
+                    addresses: vec![format!("10.{s}.{e}.1")],
+                    conditions: t::EndpointConditions {
+                        ready: Some(true),
+                        serving: Some(true),
+                        terminating: Some(false),
+                    },
+                    hostname: None,
+                    node_name: Some(format!("node-{e}")),
+                    zone: Some("zone-a".into()),
+                    target_ref: None,
+                    hints: None,
+                    deprecated_topology: vec![],
+                })
+                .collect(),
+            ports: vec![t::EndpointPort {
+                name: Some("http".into()),
+                port: Some(8080),
+                protocol: Some("TCP".into()),
+                app_protocol: None,
+            }],
+        };
+        let held = |member: &str| {
+            let mut slices = Vec::new();
+            for other in names.iter().filter(|o| o.as_str() != member) {
+                for s in 0..2 {
+                    let mut copy = own(other, s);
+                    copy.name = format!("{other}-{}", copy.name);
+                    copy.labels = vec![
+                        (
+                            "endpointslice.kubernetes.io/managed-by".into(),
+                            "endpointslice-dispatch-controller.karmada.io".into(),
+                        ),
+                        ("kubernetes.io/service-name".into(), "web".into()),
+                    ];
+                    copy.annotations = vec![(
+                        "endpointslice.karmada.io/provision-cluster".into(),
+                        other.clone(),
+                    )];
+                    slices.push(copy);
+                }
+            }
+            slices.extend((0..2).map(|s| own(member, s)));
+            slices
+        };
+        let service = r#"{"apiVersion":"v1","kind":"Service","metadata":{"name":"web","namespace":"shop"},"spec":{"selector":{"app":"web"},"ports":[{"name":"http","port":80,"protocol":"TCP","targetPort":8080}]}}"#;
+        let mcs = r#"{"apiVersion":"networking.karmada.io/v1alpha1","kind":"MultiClusterService","metadata":{"name":"web","namespace":"shop","uid":"u1","finalizers":["networking.karmada.io/mcs-policy-sync"]},"spec":{"types":["CrossCluster"]}}"#;
+        let pass = t::PassRead {
+            mcs: mcs.to_string(),
+            members: names
+                .iter()
+                .map(|m| t::MemberRead {
+                    cluster: m.clone(),
+                    state: t::MemberState::Ready(t::MemberObjects {
+                        slices: Ok(held(m)),
+                        service: Ok(Some(service.to_string())),
+                    }),
+                    unreadable_ms: 0,
+                    last_ingress: None,
+                })
+                .collect(),
+            template: Ok(Some(service.to_string())),
+        };
+        (pass, t::SyncSettings { stale_timeout_ms: None })
     }};
 }
 
@@ -286,6 +368,26 @@ fn main() {
         ));
     });
     row("filter, 50 slices x 10 endpoints (µs)", &wasm, &native);
+
+    let (h_pass, h_settings) = pass_input!(mcs_policy::engine::types);
+    let (g_pass, g_settings) = pass_input!(guest);
+    let decision = engine.decide(&h_pass, h_settings, BUDGET).unwrap().unwrap();
+    let native = guest::sync::decide(&g_pass, &g_settings).unwrap();
+    assert!(
+        decision.copies.is_empty() && decision.deletions.is_empty() && decision.services.is_empty()
+    );
+    assert!(native.copies.is_empty() && native.deletions.is_empty() && native.services.is_empty());
+    let wasm = measure(300, || {
+        black_box(engine.decide(&h_pass, h_settings, BUDGET).unwrap().unwrap());
+    });
+    let native = measure(300, || {
+        black_box(guest::sync::decide(black_box(&g_pass), &g_settings).unwrap());
+    });
+    row(
+        "decide, 20 members x 40 slices at rest (µs)",
+        &wasm,
+        &native,
+    );
     println!();
     println!(
         "native filter includes cloning its input; the wasm path clones the endpoints into the copies in the host."

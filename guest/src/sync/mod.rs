@@ -33,10 +33,10 @@ use crate::filter;
 use crate::plan::{plan_of, prune};
 use crate::service;
 use crate::{
-    EndpointSlice, FinalizerChange, LoadBalancerIngress, McsRef, MemberObject, MemberObjects, MemberRead,
-    MemberState, PassDecision, PassRead, PortStatus, ProviderIngress, ProviderLoadBalancer,
-    ReadFailure, RememberedIngress, ServiceAction, ServicePort, ServiceWrite, SliceWrite,
-    StatusBasis, SyncPlan, SyncSettings,
+    EndpointSlice, FinalizerChange, LoadBalancerIngress, McsRef, MemberObject, MemberObjects,
+    MemberRead, MemberState, PassDecision, PassRead, PortStatus, ProviderIngress,
+    ProviderLoadBalancer, ReadFailure, RememberedIngress, ServiceAction, ServicePort, ServiceWrite,
+    SliceWrite, StatusBasis, SyncPlan, SyncSettings,
 };
 
 /// The finalizer that keeps a syncing MCS until its copies are withdrawn.
@@ -135,10 +135,11 @@ impl Decision {
 
     /// Deletes `names` from `cluster`.
     fn delete(&mut self, cluster: &str, names: Vec<String>) {
-        self.deletions.extend(names.into_iter().map(|name| MemberObject {
-            cluster: cluster.to_string(),
-            name,
-        }));
+        self.deletions
+            .extend(names.into_iter().map(|name| MemberObject {
+                cluster: cluster.to_string(),
+                name,
+            }));
     }
 }
 
@@ -374,7 +375,11 @@ fn copies(
         let mut desired = Vec::new();
         // A member that is no longer a consumer keeps nothing, whoever could be read; a
         // consumer keeps the copies of the providers that could not be read.
-        let sources = if is_consumer { kept.clone() } else { Vec::new() };
+        let sources = if is_consumer {
+            kept.clone()
+        } else {
+            Vec::new()
+        };
         if is_consumer {
             for p in provided.iter().filter(|p| p.cluster != m.cluster) {
                 let made = filter::copies(&plan.mcs, ports, p.cluster, &m.cluster, &p.summaries);
