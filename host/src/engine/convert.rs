@@ -281,7 +281,9 @@ mod tests {
     /// would write every copy again.
     #[test]
     fn a_copy_written_and_read_back_is_held_as_the_component_made_it() {
-        use crate::engine::types::{MemberObjects, MemberRead, MemberState, PassRead, SyncSettings};
+        use crate::engine::types::{
+            MemberObjects, MemberRead, MemberState, PassRead, SyncSettings,
+        };
         use crate::engine::{EngineOptions, PolicyEngine};
         let engine = PolicyEngine::embedded(EngineOptions::default()).unwrap();
         let source: discovery::EndpointSlice = serde_json::from_value(serde_json::json!({
@@ -311,7 +313,10 @@ mod tests {
         let decide = |held: Vec<types::EndpointSlice>| {
             let pass = PassRead {
                 mcs: mcs.into(),
-                members: vec![member("m1", vec![slice_to_wit(&source)]), member("m2", held)],
+                members: vec![
+                    member("m1", vec![slice_to_wit(&source)]),
+                    member("m2", held),
+                ],
                 template: Ok(None),
             };
             let settings = SyncSettings {
