@@ -23,21 +23,22 @@
 //!   copies ([`load_balancer`]).
 //! - **Conditions, Events, their wording and size, and when to retry**: [`status`].
 
+mod copies;
+mod load_balancer;
 pub mod status;
 
-use serde_json::Value;
-
-use crate::balancer;
 use crate::decode::decode_mcs;
-use crate::filter;
 use crate::plan::{plan_of, prune};
 use crate::service;
 use crate::{
-    EndpointSlice, FinalizerChange, LoadBalancerIngress, McsRef, MemberObject, MemberObjects,
-    MemberRead, MemberState, PassDecision, PassRead, PortStatus, ProviderIngress,
-    ProviderLoadBalancer, ReadFailure, RememberedIngress, ServiceAction, ServicePort, ServiceWrite,
-    SliceWrite, StatusBasis, SyncPlan, SyncSettings,
+    FinalizerChange, LoadBalancerIngress, McsRef, MemberObject, MemberObjects, MemberRead,
+    MemberState, PassDecision, PassRead, ReadFailure, RememberedIngress, ServiceAction,
+    ServicePort, ServiceWrite, SliceWrite, StatusBasis, SyncPlan, SyncSettings,
 };
+
+use copies::copies;
+pub use copies::{kept, same_object};
+use load_balancer::load_balancer;
 
 /// The finalizer that keeps a syncing MCS until its copies are withdrawn.
 pub const FINALIZER: &str = "networking.karmada.io/mcs-policy-sync";
@@ -291,239 +292,6 @@ fn services(
             }
         }
     }
-}
-
-/// Which unreadable providers keep their copies (and their load balancer entries): all of
-/// them without a stale timeout; with one, those unreadable for no longer than it.
-pub fn kept(unreadable: &[&MemberRead], settings: &SyncSettings) -> Vec<String> {
-    unreadable
-        .iter()
-        .filter(|m| {
-            settings
-                .stale_timeout_ms
-                .is_none_or(|timeout| m.unreadable_ms <= timeout)
-        })
-        .map(|m| m.cluster.clone())
-        .collect()
-}
-
-/// One readable provider's slices of the Service.
-struct Provided<'a> {
-    cluster: &'a str,
-    slices: &'a [EndpointSlice],
-    summaries: Vec<crate::SliceSummary>,
-}
-
-/// The copies step: collect the providers' slices, then in every ready member write the
-/// copies it must hold and not yet holds (when it is a consumer), and delete the stale ones.
-fn copies(
-    plan: &SyncPlan,
-    pass: &PassRead,
-    ports: Option<&[ServicePort]>,
-    settings: &SyncSettings,
-    decision: &mut Decision,
-) {
-    let providers: Vec<&MemberRead> = plan
-        .providers
-        .iter()
-        .filter_map(|p| member(pass, p))
-        .collect();
-    let mut unreadable = Vec::new();
-    for m in &providers {
-        if let MemberState::NotReady(why) = &m.state {
-            Failures::Dispatch.push(decision, why.clone());
-            unreadable.push(*m);
-        }
-    }
-    let mut provided = Vec::new();
-    for m in &providers {
-        match ready(m).map(|o| &o.slices) {
-            Some(Ok(slices)) => provided.push(Provided {
-                cluster: &m.cluster,
-                slices,
-                summaries: slices.iter().map(filter::summary).collect(),
-            }),
-            Some(Err(failure)) => {
-                Failures::list(decision, "Provider", &m.cluster, failure);
-                unreadable.push(*m);
-            }
-            None => {}
-        }
-    }
-    let kept = kept(&unreadable, settings);
-    for consumer in &plan.consumers {
-        // Skipped this pass; caught up when it is ready again.
-        if let Some(MemberState::NotReady(why)) = member(pass, consumer).map(|m| &m.state)
-            && !plan.providers.contains(consumer)
-        {
-            Failures::Dispatch.push(decision, why.clone());
-        }
-    }
-    for m in &pass.members {
-        let Some(objects) = ready(m) else { continue };
-        let is_consumer = plan.consumers.contains(&m.cluster);
-        let held = match &objects.slices {
-            Ok(held) => held,
-            // A provider's failed list is reported once, above.
-            Err(_) if plan.providers.contains(&m.cluster) => continue,
-            Err(failure) => {
-                let role = if is_consumer { "Consumer" } else { "Provider" };
-                Failures::list(decision, role, &m.cluster, failure);
-                continue;
-            }
-        };
-        let mut desired = Vec::new();
-        // A member that is no longer a consumer keeps nothing, whoever could be read; a
-        // consumer keeps the copies of the providers that could not be read.
-        let sources = if is_consumer {
-            kept.clone()
-        } else {
-            Vec::new()
-        };
-        if is_consumer {
-            for p in provided.iter().filter(|p| p.cluster != m.cluster) {
-                let made = filter::copies(&plan.mcs, ports, p.cluster, &m.cluster, &p.summaries);
-                for copy in made {
-                    let source = p.slices[copy.source as usize].clone();
-                    let slice = filter::apply(copy, source);
-                    desired.push(slice.name.clone());
-                    // A copy already held as it must be is not written again (a resync then
-                    // costs one list per member, not an apply per copy).
-                    if !held.iter().any(|h| same_object(h, &slice)) {
-                        decision.copies.push(SliceWrite {
-                            cluster: m.cluster.clone(),
-                            slice,
-                        });
-                    }
-                }
-            }
-        }
-        let stale = prune(&plan.mcs, held, &desired, &sources);
-        decision.delete(&m.cluster, stale);
-    }
-}
-
-/// Whether `held`, as read from a cluster, is `copy` as it reads back once written: maps
-/// (labels, annotations, an endpoint's `deprecatedTopology`) compare in key order, the last
-/// value of a key winning.
-pub fn same_object(held: &EndpointSlice, copy: &EndpointSlice) -> bool {
-    let canonical = |pairs: &[(String, String)]| -> Vec<(String, String)> {
-        pairs
-            .iter()
-            .cloned()
-            .collect::<std::collections::BTreeMap<_, _>>()
-            .into_iter()
-            .collect()
-    };
-    held.name == copy.name
-        && held.namespace == copy.namespace
-        && held.address_type == copy.address_type
-        && held.ports == copy.ports
-        && canonical(&held.labels) == canonical(&copy.labels)
-        && canonical(&held.annotations) == canonical(&copy.annotations)
-        && held.endpoints.len() == copy.endpoints.len()
-        && held.endpoints.iter().zip(&copy.endpoints).all(|(h, c)| {
-            let (mut h, mut c) = (h.clone(), c.clone());
-            h.deprecated_topology = canonical(&h.deprecated_topology);
-            c.deprecated_topology = canonical(&c.deprecated_topology);
-            h == c
-        })
-}
-
-/// The load balancer step: each provider's Service `status.loadBalancer.ingress`, kept while
-/// it is unreadable (until the stale timeout), and the MCS's status from them.
-fn load_balancer(
-    plan: &SyncPlan,
-    pass: &PassRead,
-    settings: &SyncSettings,
-    decision: &mut Decision,
-) {
-    let providers: Vec<&MemberRead> = plan
-        .providers
-        .iter()
-        .filter_map(|p| member(pass, p))
-        .collect();
-    let mut read = Vec::new();
-    let mut unreadable = Vec::new();
-    for m in &providers {
-        let ingress = match &m.state {
-            MemberState::NotReady(why) => Err(why.clone()),
-            MemberState::Ready(objects) => match &objects.service {
-                Ok(service) => Ok(service.as_deref().map(ingress_of).unwrap_or_default()),
-                Err(failure) => Err(failure.message.clone()),
-            },
-        };
-        if let Err(message) = &ingress {
-            Failures::LoadBalancer.push(decision, message.clone());
-            unreadable.push(*m);
-        }
-        read.push(ingress.ok());
-    }
-    let kept = kept(&unreadable, settings);
-    let mut states = Vec::new();
-    for (m, ingress) in providers.iter().zip(read) {
-        let remembered = match &ingress {
-            Some(ingress) => Some(ingress.clone()),
-            None => m.last_ingress.clone(),
-        };
-        if let Some(ingress) = remembered {
-            decision.remember_ingress.push(RememberedIngress {
-                cluster: m.cluster.clone(),
-                ingress,
-            });
-        }
-        let ingress = match ingress {
-            Some(ingress) => ProviderIngress::Read(ingress),
-            None if kept.contains(&m.cluster) => ProviderIngress::Kept(m.last_ingress.clone()),
-            None => ProviderIngress::Withdrawn,
-        };
-        states.push(ProviderLoadBalancer {
-            cluster: m.cluster.clone(),
-            ingress,
-        });
-    }
-    let current = serde_json::from_str::<Value>(&pass.mcs)
-        .ok()
-        .map(|mcs| ingress_list(&mcs["status"]["loadBalancer"]["ingress"]))
-        .unwrap_or_default();
-    let report = balancer::status(&states, &current);
-    decision.ingress = report.changed.then(|| report.ingress.clone());
-    decision.status.load_balancer = Some(report);
-}
-
-/// `status.loadBalancer.ingress` of a Service (JSON text); none when it does not decode.
-fn ingress_of(service: &str) -> Vec<LoadBalancerIngress> {
-    serde_json::from_str::<Value>(service)
-        .map(|s| ingress_list(&s["status"]["loadBalancer"]["ingress"]))
-        .unwrap_or_default()
-}
-
-/// A `[]LoadBalancerIngress` JSON value; entries and ports of the wrong shape are left out.
-fn ingress_list(value: &Value) -> Vec<LoadBalancerIngress> {
-    let text = |v: &Value, key: &str| v.get(key).and_then(Value::as_str).map(str::to_string);
-    value
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|entry| entry.is_object())
-        .map(|entry| LoadBalancerIngress {
-            ip: text(entry, "ip"),
-            hostname: text(entry, "hostname"),
-            ip_mode: text(entry, "ipMode"),
-            ports: entry["ports"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(|p| {
-                    Some(PortStatus {
-                        port: i32::try_from(p.get("port")?.as_i64()?).ok()?,
-                        protocol: text(p, "protocol")?,
-                        error: text(p, "error"),
-                    })
-                })
-                .collect(),
-        })
-        .collect()
 }
 
 #[cfg(test)]

@@ -1,10 +1,10 @@
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::*;
 use crate::filter::{
-    DISPATCH_MANAGER, MANAGED_BY_LABEL, PROVISION_CLUSTER_ANNOTATION, SERVICE_NAME_LABEL,
+    self, DISPATCH_MANAGER, MANAGED_BY_LABEL, PROVISION_CLUSTER_ANNOTATION, SERVICE_NAME_LABEL,
 };
-use crate::{Endpoint, EndpointConditions, EndpointPort};
+use crate::{Endpoint, EndpointConditions, EndpointPort, EndpointSlice, LoadBalancerIngress};
 
 /// The MultiClusterService `shop/web` as the hub holds it.
 struct Mcs(Value);
