@@ -66,6 +66,9 @@ pub enum PassError {
     /// The pass ran, but a member, Service or load balancer step failed.
     #[error("{0} step(s) failed; the log and the MCS's conditions say which")]
     Incomplete(usize),
+    /// The pass's task ended without an answer (a panic: a bug).
+    #[error("the pass did not finish: {0}")]
+    Lost(String),
 }
 
 /// Syncs for ever: the Controller, the watches, and the membership and resync timers. Dropping
@@ -142,7 +145,30 @@ pub async fn sync(ctx: Context, source: Source, args: &SyncArgs) {
 
 /// The Controller's `reconcile`: one pass over the MCS against the members ready now.
 /// Success waits for the next trigger; a failure goes to [`error_policy`].
+///
+/// kube-runtime polls every reconcile future on the Controller's own task, so passes would
+/// share one thread; each runs as a task of its own instead, on any worker thread. The task is
+/// aborted when the Controller drops the pass (the controller stops, or leadership is lost),
+/// so nothing is written after that.
 async fn reconcile_mcs(mcs: Arc<DynamicObject>, shared: Arc<Shared>) -> Result<Action, PassError> {
+    let mut task = AbortOnDrop(tokio::spawn(pass(mcs, shared)));
+    match (&mut task.0).await {
+        Ok(outcome) => outcome,
+        Err(lost) => Err(PassError::Lost(lost.to_string())),
+    }
+}
+
+/// A task aborted when its handle is dropped.
+struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// One pass, as [`reconcile_mcs`] runs it.
+async fn pass(mcs: Arc<DynamicObject>, shared: Arc<Shared>) -> Result<Action, PassError> {
     let key = read::object_name(&mcs);
     let changed_at = shared.changes.take(&key);
     let Membership { registry, ready } = match shared.membership.read() {
