@@ -21,7 +21,7 @@ ROOT=$PWD
 SECONDS_PER_TARGET=${1:-60}
 [ $# -gt 0 ] && shift
 TARGETS=("$@")
-[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(review validate mutate filter service plan prune structured)
+[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(review validate mutate filter service plan prune decide structured)
 
 export PATH="$HOME/.cargo/bin:$PATH"
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}

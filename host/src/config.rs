@@ -62,6 +62,15 @@ pub enum EvalCommand {
     /// Load balancer status: REQUEST is a load-balancer input (providers, current); prints the
     /// MultiClusterService's status.loadBalancer.ingress and its condition.
     LoadBalancer(EvalArgs),
+    /// One sync pass's decisions: REQUEST is a decide input (pass: the MultiClusterService,
+    /// members, template; settings: staleTimeoutMs); prints {"ok": decision} with the plan,
+    /// finalizer, copies, deletions, Services, status.loadBalancer.ingress and what the status
+    /// reports, or {"err": message} for an object that is not a MultiClusterService.
+    Decide(EvalArgs),
+    /// The end of a sync pass: REQUEST is a conclude input (basis: the status of a decide
+    /// answer; failures; current: conditions, generation, now; reported); prints the conditions
+    /// to write, the Events due, what to remember as reported and whether to retry.
+    Conclude(EvalArgs),
 }
 
 /// `mcs-policy component`.

@@ -1,18 +1,26 @@
 //! `mcs-policy eval`: one decision offline, through the component (never a native copy).
-//! Reads an AdmissionReview (or, for `filter`, `service` and `load-balancer`, their input) as JSON or YAML from a
-//! file or stdin and prints the answer as JSON on stdout.
+//! Reads an AdmissionReview (or, for `filter`, `service`, `load-balancer`, `decide` and
+//! `conclude`, their input) as JSON or YAML from a file or stdin and prints the answer as JSON
+//! on stdout. `decide` and `conclude`, the sync pass's calls, are in [`decide`] and
+//! [`conclude`].
+
+mod conclude;
+mod decide;
+
+pub use conclude::{ConcludeArgs, conclude, conclude_answer, conclude_input, conclude_json};
+pub use decide::{decide, decide_answer, decide_input, decide_json};
 
 use std::io::Read;
 use std::path::Path;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::LoadBalancerIngress;
-use k8s_openapi::api::discovery::v1::EndpointSlice;
+use k8s_openapi::api::discovery::v1::EndpointSlice as KubeSlice;
 use serde::Deserialize;
 
 use crate::engine::types::{
-    ExposurePort, LoadBalancerIngress as WitIngress, LoadBalancerReport, McsRef, ProviderIngress,
-    ProviderLoadBalancer, ServiceAction, ServicePort,
+    EndpointSlice, ExposurePort, LoadBalancerIngress as WitIngress, LoadBalancerReport, McsRef,
+    ProviderIngress, ProviderLoadBalancer, ServiceAction, ServicePort,
 };
 use crate::engine::{EngineArgs, EngineError, PolicyEngine, convert};
 use crate::settings::{ContextFile, Policy, PolicyArgs};
@@ -60,6 +68,10 @@ pub enum EvalError {
     ServiceInput { input: String, reason: String },
     #[error("{input} is not a load-balancer input: {reason}")]
     LoadBalancerInput { input: String, reason: String },
+    #[error("{input} is not a decide input: {reason}")]
+    DecideInput { input: String, reason: String },
+    #[error("{input} is not a conclude input: {reason}")]
+    ConcludeInput { input: String, reason: String },
     #[error(transparent)]
     Engine(#[from] EngineError),
 }
@@ -120,7 +132,7 @@ struct FilterInput {
     source_cluster: String,
     consumer_cluster: String,
     #[serde(default)]
-    slices: Vec<EndpointSlice>,
+    slices: Vec<KubeSlice>,
 }
 
 #[derive(Deserialize)]
@@ -192,18 +204,20 @@ pub fn filter_json(
         &slices,
         budget,
     )?;
-    let objects: Vec<serde_json::Value> = copies
-        .into_iter()
-        .map(|c| {
-            let mut v = serde_json::to_value(convert::slice_from_wit(c)).unwrap_or_default();
-            if let Some(obj) = v.as_object_mut() {
-                obj.insert("apiVersion".into(), "discovery.k8s.io/v1".into());
-                obj.insert("kind".into(), "EndpointSlice".into());
-            }
-            v
-        })
-        .collect();
-    Ok(serde_json::Value::Array(objects))
+    Ok(serde_json::Value::Array(
+        copies.into_iter().map(slice_json).collect(),
+    ))
+}
+
+/// An EndpointSlice the component made, as Kubernetes JSON with `apiVersion` and `kind` (how
+/// `eval filter` and `eval decide` print copies).
+pub fn slice_json(slice: EndpointSlice) -> serde_json::Value {
+    let mut v = serde_json::to_value(convert::slice_from_wit(slice)).unwrap_or_default();
+    if let Some(obj) = v.as_object_mut() {
+        obj.insert("apiVersion".into(), "discovery.k8s.io/v1".into());
+        obj.insert("kind".into(), "EndpointSlice".into());
+    }
+    v
 }
 
 /// The input of `eval service` (the `input` of a `tests/fixtures/service` case): Services as

@@ -59,6 +59,8 @@ fn run_eval(what: EvalCommand) -> anyhow::Result<()> {
         EvalCommand::Filter(a) => (a, "filter"),
         EvalCommand::Service(a) => (a, "service"),
         EvalCommand::LoadBalancer(a) => (a, "load-balancer"),
+        EvalCommand::Decide(a) => (a, "decide"),
+        EvalCommand::Conclude(a) => (a, "conclude"),
     };
     let engine = args.engine.load()?;
     let budget = Duration::from_millis(args.budget_ms);
@@ -70,6 +72,12 @@ fn run_eval(what: EvalCommand) -> anyhow::Result<()> {
         serde_json::to_writer_pretty(&mut stdout, &answer)?;
     } else if kind == "load-balancer" {
         let answer = eval::load_balancer(&engine, &args.request, budget)?;
+        serde_json::to_writer_pretty(&mut stdout, &answer)?;
+    } else if kind == "decide" {
+        let answer = eval::decide(&engine, &args.request, budget)?;
+        serde_json::to_writer_pretty(&mut stdout, &answer)?;
+    } else if kind == "conclude" {
+        let answer = eval::conclude(&engine, &args.request, budget)?;
         serde_json::to_writer_pretty(&mut stdout, &answer)?;
     } else {
         let (policy, context) = args.policy.load()?;

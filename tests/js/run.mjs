@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // The policy component in a JavaScript host: transpile it with jco, run every shared fixture
-// (tests/fixtures/{validate,mutate,filter,service,load-balancer}) through it, and check that the answers are the ones
+// (tests/fixtures/{validate,mutate,filter,service,load-balancer,decide,conclude}) through it, and check that the answers are the ones
 // `mcs-policy eval` (the Rust host, wasmtime) gives on the same input, and the ones the fixture
 // expects. See README.md.
 //
@@ -28,6 +28,8 @@ import {
   loadPolicy,
   mutationResponse,
   parseReview,
+  runConclude,
+  runDecide,
   runFilter,
   runLoadBalancer,
   runService,
@@ -40,7 +42,7 @@ const ROOT = resolve(HERE, '../..');
 const FIXTURES = join(ROOT, 'tests/fixtures');
 const POLICIES = join(ROOT, 'policies');
 const POLICY_INTERFACE = 'karmada:mcs-policy/policy@0.1.0';
-const KINDS = ['validate', 'mutate', 'filter', 'service', 'load-balancer'];
+const KINDS = ['validate', 'mutate', 'filter', 'service', 'load-balancer', 'decide', 'conclude'];
 const ID_LABEL = 'multiclusterservice.karmada.io/permanent-id';
 
 const BIN = process.env.MCS_POLICY_BIN
@@ -80,7 +82,7 @@ async function loadComponent() {
   // The world exports the interface `karmada:mcs-policy/policy@0.1.0`; jco exposes it under its
   // plain name (`policy`) and its full name.
   const api = module.policy ?? module[POLICY_INTERFACE];
-  for (const f of ['validate', 'mutate', 'filter', 'service', 'loadBalancerStatus']) {
+  for (const f of ['validate', 'mutate', 'filter', 'service', 'loadBalancerStatus', 'decide', 'conclude']) {
     if (typeof api?.[f] !== 'function') {
       throw new Error(`the transpiled component exports no ${POLICY_INTERFACE}#${f} (exports: ${Object.keys(module).join(', ')})`);
     }
@@ -226,6 +228,17 @@ async function loadBalancerFixture(policy, id, text) {
   ];
 }
 
+/** A decide or conclude fixture: its `input` through jco and through `mcs-policy eval <kind>`. */
+async function syncFixture(policy, kind, id, text) {
+  const fixture = JSON.parse(text);
+  const js = kind === 'decide' ? runDecide(policy, fixture.input) : runConclude(policy, fixture.input);
+  const rust = await evalJson(['eval', kind, writeTmp(`${id}.input.json`, rawValue(text, ['input']))]);
+  return [
+    ...prefixed('jco vs eval', jsonDiff(js, rust)),
+    ...prefixed('jco vs expect', jsonDiff(js, fixture.expect)),
+  ];
+}
+
 // ---------------------------------------------------------------------------------------------
 
 /** The shared fixtures, then this host's extra cases (extra/<kind>/, same format). */
@@ -268,6 +281,7 @@ async function main() {
         if (kind === 'filter') problems = await filterFixture(policy, id, text);
         else if (kind === 'service') problems = await serviceFixture(policy, id, text);
         else if (kind === 'load-balancer') problems = await loadBalancerFixture(policy, id, text);
+        else if (kind === 'decide' || kind === 'conclude') problems = await syncFixture(policy, kind, id, text);
         else problems = await admissionFixture(policy, kind, id, text);
       } catch (e) {
         problems = [`error: ${e?.message ?? e}`];

@@ -48,6 +48,24 @@ pub struct LoadBalancerCase {
     pub expect: Value,
 }
 
+/// A `decide` case: `input` is what `mcs-policy eval decide` reads (`pass`, `settings`), `expect`
+/// what it prints (`{"ok": decision}` or `{"err": message}`).
+#[derive(Debug, Deserialize)]
+pub struct DecideCase {
+    pub description: String,
+    pub input: Value,
+    pub expect: Value,
+}
+
+/// A `conclude` case: `input` is what `mcs-policy eval conclude` reads (`basis`, `failures`,
+/// `current`, `reported`), `expect` what it prints.
+#[derive(Debug, Deserialize)]
+pub struct ConcludeCase {
+    pub description: String,
+    pub input: Value,
+    pub expect: Value,
+}
+
 impl ServiceCase {
     /// `input.template` as the text to pass: a string is the text itself, anything else its JSON.
     pub fn template(&self) -> String {
@@ -90,8 +108,8 @@ pub fn check_service(got: &Value, expect: &Value) -> Vec<String> {
     }
 }
 
-/// All fixtures of one kind (`validate`, `mutate`, `filter`, `service`, `load-balancer`), sorted
-/// by name.
+/// All fixtures of one kind (`validate`, `mutate`, `filter`, `service`, `load-balancer`,
+/// `decide`, `conclude`), sorted by name.
 pub fn load<T: for<'de> Deserialize<'de>>(kind: &str) -> Vec<Fixture<T>> {
     let dir = crate::workspace_root().join("tests/fixtures").join(kind);
     let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)

@@ -1,9 +1,12 @@
 //! WAVE (WebAssembly Value Encoding) text for `wasmtime run --invoke`: the arguments of the
-//! policy's exported functions, built from the same fixtures the other hosts run.
+//! policy's exported functions, built from the same fixtures the other hosts run, and some
+//! answers as the CLI prints them.
 
 use mcs_policy::engine::types::{
-    AdmissionRequest, Context, LoadBalancerIngress, LoadBalancerReport, McsRef, Operation,
-    ProviderIngress, ProviderLoadBalancer, ServicePort, Settings, SliceSummary,
+    AdmissionRequest, Context, Endpoint, EndpointSlice, FinalizerChange, LoadBalancerIngress,
+    LoadBalancerReport, McsRef, MemberState, Operation, PassDecision, PassRead, ProviderIngress,
+    ProviderLoadBalancer, ReadFailure, Reported, ServiceAction, ServicePort, Settings,
+    SliceSummary, StatusBasis, StatusNow, StatusUpdate, SyncSettings, WriteFailures,
 };
 
 /// A WAVE string literal: `\u{...}` escapes, never JSON's `\uXXXX`.
@@ -241,4 +244,328 @@ pub fn service_answer(out: &str) -> Option<serde_json::Value> {
         }
     }
     None
+}
+
+// ---- a sync pass: `decide` and `conclude` ----
+
+/// A record's fields in WAVE: an optional field (`Err(value)`) that is `none` is left out when
+/// `printed` (as `wasmtime run --invoke` prints records).
+fn record(fields: Vec<(&str, Result<String, Option<String>>)>, printed: bool) -> String {
+    let shown: Vec<String> = fields
+        .into_iter()
+        .filter_map(|(name, value)| match value {
+            Ok(v) => Some(format!("{name}: {v}")),
+            Err(None) if printed => None,
+            Err(v) => Some(format!("{name}: {}", option(v))),
+        })
+        .collect();
+    format!("{{{}}}", shown.join(", "))
+}
+
+fn strings(items: &[String]) -> String {
+    list(items, |s| string(s))
+}
+
+fn endpoint(e: &Endpoint, printed: bool) -> String {
+    let c = &e.conditions;
+    let conditions = record(
+        vec![
+            ("ready", Err(c.ready.map(|b| b.to_string()))),
+            ("serving", Err(c.serving.map(|b| b.to_string()))),
+            ("terminating", Err(c.terminating.map(|b| b.to_string()))),
+        ],
+        printed,
+    );
+    let target = e.target_ref.as_ref().map(|r| {
+        let f = |v: &Option<String>| Err(v.as_deref().map(string));
+        record(
+            vec![
+                ("kind", f(&r.kind)),
+                ("namespace", f(&r.namespace)),
+                ("name", f(&r.name)),
+                ("uid", f(&r.uid)),
+                ("api-version", f(&r.api_version)),
+                ("resource-version", f(&r.resource_version)),
+                ("field-path", f(&r.field_path)),
+            ],
+            printed,
+        )
+    });
+    let hints = e.hints.as_ref().map(|h| {
+        format!(
+            "{{for-zones: {}, for-nodes: {}}}",
+            strings(&h.for_zones),
+            strings(&h.for_nodes)
+        )
+    });
+    record(
+        vec![
+            ("addresses", Ok(strings(&e.addresses))),
+            ("conditions", Ok(conditions)),
+            ("hostname", Err(e.hostname.as_deref().map(string))),
+            ("node-name", Err(e.node_name.as_deref().map(string))),
+            ("zone", Err(e.zone.as_deref().map(string))),
+            ("target-ref", Err(target)),
+            ("hints", Err(hints)),
+            ("deprecated-topology", Ok(pairs(&e.deprecated_topology))),
+        ],
+        printed,
+    )
+}
+
+/// An `endpoint-slice`, printed or as an argument.
+pub fn endpoint_slice(s: &EndpointSlice, printed: bool) -> String {
+    let ports = list(&s.ports, |p| {
+        let f = |v: &Option<String>| Err(v.as_deref().map(string));
+        record(
+            vec![
+                ("name", f(&p.name)),
+                ("port", Err(p.port.map(|n| n.to_string()))),
+                ("protocol", f(&p.protocol)),
+                ("app-protocol", f(&p.app_protocol)),
+            ],
+            printed,
+        )
+    });
+    record(
+        vec![
+            ("name", Ok(string(&s.name))),
+            ("namespace", Ok(string(&s.namespace))),
+            ("labels", Ok(pairs(&s.labels))),
+            ("annotations", Ok(pairs(&s.annotations))),
+            ("address-type", Ok(string(&s.address_type))),
+            (
+                "endpoints",
+                Ok(list(&s.endpoints, |e| endpoint(e, printed))),
+            ),
+            ("ports", Ok(ports)),
+        ],
+        printed,
+    )
+}
+
+fn read_failure(f: &ReadFailure) -> String {
+    format!(
+        "{{message: {}, not-served: {}}}",
+        string(&f.message),
+        f.not_served
+    )
+}
+
+fn result<T, E>(r: &Result<T, E>, ok: impl Fn(&T) -> String, err: impl Fn(&E) -> String) -> String {
+    match r {
+        Ok(v) => format!("ok({})", ok(v)),
+        Err(e) => format!("err({})", err(e)),
+    }
+}
+
+/// A `pass-read` (the first argument of `decide`).
+pub fn pass_read(p: &PassRead) -> String {
+    let members = list(&p.members, |m| {
+        let state = match &m.state {
+            MemberState::NotReady(why) => format!("not-ready({})", string(why)),
+            MemberState::Ready(o) => format!(
+                "ready({{slices: {}, service: {}}})",
+                result(
+                    &o.slices,
+                    |l| list(l, |s| endpoint_slice(s, false)),
+                    read_failure
+                ),
+                result(&o.service, opt_str, read_failure)
+            ),
+        };
+        format!(
+            "{{cluster: {}, state: {state}, unreadable-ms: {}, last-ingress: {}}}",
+            string(&m.cluster),
+            m.unreadable_ms,
+            option(m.last_ingress.as_deref().map(ingress))
+        )
+    });
+    format!(
+        "{{mcs: {}, members: {members}, template: {}}}",
+        string(&p.mcs),
+        result(&p.template, opt_str, |e| string(e))
+    )
+}
+
+/// A `sync-settings`.
+pub fn sync_settings(s: &SyncSettings) -> String {
+    format!(
+        "{{stale-timeout-ms: {}}}",
+        option(s.stale_timeout_ms.map(|n| n.to_string()))
+    )
+}
+
+fn report(r: &LoadBalancerReport, printed: bool) -> String {
+    format!(
+        "{{ingress: {}, changed: {}, complete: {}, reason: {}, message: {}}}",
+        ingress_as(&r.ingress, printed),
+        r.changed,
+        r.complete,
+        string(&r.reason),
+        string(&r.message)
+    )
+}
+
+/// A `status-basis` (the first argument of `conclude`, and part of `decide`'s answer).
+pub fn status_basis(b: &StatusBasis, printed: bool) -> String {
+    record(
+        vec![
+            ("report", Ok(b.report.to_string())),
+            ("invalid", Err(b.invalid.as_deref().map(string))),
+            ("dispatches", Ok(b.dispatches.to_string())),
+            ("service-failures", Ok(strings(&b.service_failures))),
+            ("template-missing", Ok(b.template_missing.to_string())),
+            ("dispatch-failures", Ok(strings(&b.dispatch_failures))),
+            (
+                "load-balancer-failures",
+                Ok(strings(&b.load_balancer_failures)),
+            ),
+            (
+                "load-balancer",
+                Err(b.load_balancer.as_ref().map(|r| report(r, printed))),
+            ),
+            ("unknown-providers", Ok(strings(&b.unknown_providers))),
+            ("unknown-consumers", Ok(strings(&b.unknown_consumers))),
+            ("incompatible", Ok(strings(&b.incompatible))),
+        ],
+        printed,
+    )
+}
+
+/// A `write-failures`.
+pub fn write_failures(f: &WriteFailures) -> String {
+    format!(
+        "{{service: {}, dispatch: {}}}",
+        strings(&f.service),
+        strings(&f.dispatch)
+    )
+}
+
+/// A `status-now`.
+pub fn status_now(s: &StatusNow) -> String {
+    format!(
+        "{{conditions: {}, generation: {}, now: {}}}",
+        string(&s.conditions),
+        option(s.generation.map(|g| g.to_string())),
+        string(&s.now)
+    )
+}
+
+/// A `reported`, printed or as an argument.
+pub fn reported(r: &Reported, printed: bool) -> String {
+    let flag = |v: Option<bool>| Err(v.map(|b| b.to_string()));
+    record(
+        vec![
+            ("unknown", Ok(strings(&r.unknown))),
+            ("incompatible", Ok(strings(&r.incompatible))),
+            ("service-applied", flag(r.service_applied)),
+            ("dispatched", flag(r.dispatched)),
+            ("load-balancer", flag(r.load_balancer)),
+        ],
+        printed,
+    )
+}
+
+fn service_action(a: &ServiceAction) -> String {
+    match a {
+        ServiceAction::Unchanged => "unchanged".to_string(),
+        ServiceAction::Create(o) => format!("create({})", string(o)),
+        ServiceAction::Replace(o) => format!("replace({})", string(o)),
+        ServiceAction::Recreate(o) => format!("recreate({})", string(o)),
+        ServiceAction::Conflict(why) => format!("conflict({})", string(why)),
+    }
+}
+
+/// A `decide` answer as `wasmtime run --invoke` prints it.
+pub fn decide_answer(answer: &Result<PassDecision, String>) -> String {
+    result(answer, pass_decision, |e| string(e))
+}
+
+fn pass_decision(d: &PassDecision) -> String {
+    let p = &d.plan;
+    let plan = record(
+        vec![
+            ("active", Ok(p.active.to_string())),
+            ("deleting", Ok(p.deleting.to_string())),
+            ("invalid", Err(p.invalid.as_deref().map(string))),
+            ("mcs", Ok(mcs(&p.mcs))),
+            ("providers", Ok(strings(&p.providers))),
+            ("consumers", Ok(strings(&p.consumers))),
+            ("unknown-providers", Ok(strings(&p.unknown_providers))),
+            ("unknown-consumers", Ok(strings(&p.unknown_consumers))),
+            ("load-balancer", Ok(p.load_balancer.to_string())),
+        ],
+        true,
+    );
+    let finalizer = match &d.finalizer {
+        FinalizerChange::Keep => "keep".to_string(),
+        FinalizerChange::Add(name) => format!("add({})", string(name)),
+        FinalizerChange::Release(name) => format!("release({})", string(name)),
+    };
+    let copies = list(&d.copies, |w| {
+        format!(
+            "{{cluster: {}, slice: {}}}",
+            string(&w.cluster),
+            endpoint_slice(&w.slice, true)
+        )
+    });
+    let deletions = list(&d.deletions, |o| {
+        format!(
+            "{{cluster: {}, name: {}}}",
+            string(&o.cluster),
+            string(&o.name)
+        )
+    });
+    let services = list(&d.services, |w| {
+        format!(
+            "{{cluster: {}, action: {}}}",
+            string(&w.cluster),
+            service_action(&w.action)
+        )
+    });
+    let remember = list(&d.remember_ingress, |r| {
+        format!(
+            "{{cluster: {}, ingress: {}}}",
+            string(&r.cluster),
+            ingress_as(&r.ingress, true)
+        )
+    });
+    record(
+        vec![
+            ("plan", Ok(plan)),
+            ("finalizer", Ok(finalizer)),
+            ("copies", Ok(copies)),
+            ("deletions", Ok(deletions)),
+            ("services", Ok(services)),
+            (
+                "ingress",
+                Err(d.ingress.as_deref().map(|i| ingress_as(i, true))),
+            ),
+            ("remember-ingress", Ok(remember)),
+            ("status", Ok(status_basis(&d.status, true))),
+        ],
+        true,
+    )
+}
+
+/// A `status-update` as `wasmtime run --invoke` prints it.
+pub fn status_update(u: &StatusUpdate) -> String {
+    let events = list(&u.events, |e| {
+        format!(
+            "{{warning: {}, reason: {}, message: {}}}",
+            e.warning,
+            string(&e.reason),
+            string(&e.message)
+        )
+    });
+    record(
+        vec![
+            ("conditions", Err(u.conditions.as_deref().map(string))),
+            ("events", Ok(events)),
+            ("reported", Ok(reported(&u.reported, true))),
+            ("retry", Ok(u.retry.to_string())),
+        ],
+        true,
+    )
 }

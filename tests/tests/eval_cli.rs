@@ -216,6 +216,39 @@ fn eval_load_balancer_prints_the_report_and_refuses_a_malformed_input() {
 }
 
 #[test]
+fn eval_decide_and_conclude_print_the_answers_and_refuse_malformed_inputs() {
+    for kind in ["decide", "conclude"] {
+        for f in load::<Value>(kind) {
+            let file = temp(
+                &format!("{kind}-{}.json", f.name),
+                &serde_json::to_vec(&f.case["input"]).unwrap(),
+            );
+            let out = stdout_json(&mcs_policy(&["eval", kind, file.to_str().unwrap()], None));
+            assert_eq!(out, f.case["expect"], "{kind}/{}", f.name);
+        }
+        let bad = temp(&format!("{kind}-bad.json"), br#"{"pass": {}, "basis": {}}"#);
+        let out = mcs_policy(&["eval", kind, bad.to_str().unwrap()], None);
+        assert!(!out.status.success());
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains(&format!("is not a {kind} input")),
+            "{stderr}"
+        );
+    }
+    // An object that is not a MultiClusterService is an answer (the decode error), not a
+    // failure of eval.
+    let not_an_mcs = temp(
+        "decide-not-an-mcs.json",
+        br#"{"pass": {"mcs": "[1, 2]", "template": {"ok": null}}}"#,
+    );
+    let out = stdout_json(&mcs_policy(
+        &["eval", "decide", not_an_mcs.to_str().unwrap()],
+        None,
+    ));
+    assert!(out["err"].as_str().is_some_and(|m| !m.is_empty()), "{out}");
+}
+
+#[test]
 fn component_command_writes_the_embedded_component() {
     let path =
         std::env::temp_dir().join(format!("mcs-policy-component-{}.wasm", std::process::id()));
@@ -266,6 +299,22 @@ fn help_explains_every_command() {
     let help = String::from_utf8_lossy(&out.stdout);
     for command in ["serve", "eval", "manifests", "component"] {
         assert!(help.contains(command), "--help lacks {command}: {help}");
+    }
+    let out = mcs_policy(&["eval", "--help"], None);
+    let help = String::from_utf8_lossy(&out.stdout);
+    for command in [
+        "validate",
+        "mutate",
+        "filter",
+        "service",
+        "load-balancer",
+        "decide",
+        "conclude",
+    ] {
+        assert!(
+            help.contains(command),
+            "eval --help lacks {command}: {help}"
+        );
     }
 }
 

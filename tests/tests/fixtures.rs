@@ -1,6 +1,6 @@
 //! Every fixture in tests/fixtures through the embedded component, by the same code path as
-//! `mcs-policy eval` and the webhook (review parsing → engine → response builder); the service
-//! and load-balancer fixtures also through the guest compiled natively.
+//! `mcs-policy eval` and the webhook (review parsing → engine → response builder); the service,
+//! load-balancer, decide and conclude fixtures also through the guest compiled natively.
 
 use std::time::Duration;
 
@@ -9,15 +9,16 @@ use differential::{Answer, Call};
 use mcs_policy::engine::types::ServiceAction;
 use mcs_policy::engine::{EngineOptions, PolicyEngine};
 use mcs_policy::eval::{
-    filter_json, load_balancer_answer, load_balancer_input, load_balancer_json, service_answer,
-    service_json,
+    ConcludeArgs, conclude_answer, conclude_input, conclude_json, decide_answer, decide_input,
+    decide_json, filter_json, load_balancer_answer, load_balancer_input, load_balancer_json,
+    service_answer, service_json,
 };
 use mcs_policy::settings::{ContextFile, load_policy};
 use mcs_policy::webhook::review::{mutation_response, parse_review, validation_response};
 use serde_json::Value;
 use tests::fixtures::{
-    AdmissionCase, FilterCase, LoadBalancerCase, ServiceCase, check_response, check_service,
-    is_lower_uuid, load,
+    AdmissionCase, ConcludeCase, DecideCase, FilterCase, LoadBalancerCase, ServiceCase,
+    check_response, check_service, is_lower_uuid, load,
 };
 
 const BUDGET: Duration = Duration::from_secs(5);
@@ -276,4 +277,119 @@ fn every_load_balancer_fixture_gets_the_expected_status_in_the_component_and_nat
         cases.len(),
         failures.join("\n")
     );
+}
+
+/// `got` against `want` for the component and the native guest; the problems, named.
+fn compare(name: &str, answers: [(&str, &Value); 2], want: &Value) -> Vec<String> {
+    answers
+        .into_iter()
+        .filter(|(_, got)| *got != want)
+        .map(|(host, got)| format!("{name} ({host}):\n  got  {got}\n  want {want}"))
+        .collect()
+}
+
+#[test]
+fn every_decide_fixture_gets_the_expected_decision_in_the_component_and_natively() {
+    let engine = engine();
+    let mut failures = Vec::new();
+    let cases = load::<DecideCase>("decide");
+    for f in &cases {
+        let input = serde_json::to_string(&f.case.input).expect("input serializes");
+        let component = decide_json(&engine, &input, &f.name, BUDGET).expect("decide runs");
+        let (pass, settings) = decide_input(&input, &f.name).expect("input parses");
+        let Answer::Decide(decision) = differential::native(&Call::Decide { pass, settings })
+        else {
+            unreachable!("a decide call answers with a decision")
+        };
+        let native = decide_answer(decision.map(|d| *d));
+        failures.extend(compare(
+            &f.name,
+            [("component", &component), ("native", &native)],
+            &f.case.expect,
+        ));
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} decide fixtures failed:\n{}",
+        failures.len(),
+        cases.len(),
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn every_conclude_fixture_gets_the_expected_status_update_in_the_component_and_natively() {
+    let engine = engine();
+    let mut failures = Vec::new();
+    let cases = load::<ConcludeCase>("conclude");
+    for f in &cases {
+        let input = serde_json::to_string(&f.case.input).expect("input serializes");
+        let component = conclude_json(&engine, &input, &f.name, BUDGET).expect("conclude runs");
+        let ConcludeArgs {
+            basis,
+            failures: written,
+            current,
+            reported,
+        } = conclude_input(&input, &f.name).expect("input parses");
+        let Answer::Conclude(update) = differential::native(&Call::Conclude {
+            basis: Box::new(basis),
+            failures: written,
+            current,
+            reported,
+        }) else {
+            unreachable!("a conclude call answers with a status update")
+        };
+        let native = conclude_answer(update);
+        failures.extend(compare(
+            &f.name,
+            [("component", &component), ("native", &native)],
+            &f.case.expect,
+        ));
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} conclude fixtures failed:\n{}",
+        failures.len(),
+        cases.len(),
+        failures.join("\n")
+    );
+}
+
+/// The pass's two calls chain as the controller chains them: the `status` a decide fixture
+/// prints is a conclude `basis` as it is, and conclude's `reported` is its next `reported`.
+#[test]
+fn a_decide_answers_status_is_a_conclude_basis_and_a_second_identical_pass_is_quiet() {
+    let engine = engine();
+    let case = load::<DecideCase>("decide")
+        .into_iter()
+        .find(|f| f.name == "a_consumer_gets_copies_of_another_providers_slices")
+        .expect("the decide fixture");
+    let input = serde_json::to_string(&case.case.input).unwrap();
+    let decision = decide_json(&engine, &input, &case.name, BUDGET).unwrap();
+    let conclude = |current: Value, reported: &Value| {
+        let input = serde_json::json!({
+            "basis": decision["ok"]["status"],
+            "current": current,
+            "reported": reported,
+        });
+        conclude_json(&engine, &input.to_string(), "chained", BUDGET).unwrap()
+    };
+    let now = |t: &str| serde_json::json!({"conditions": [], "generation": 1, "now": t});
+    let first = conclude(now("2024-05-01T10:00:00Z"), &Value::Null);
+    let want = load::<ConcludeCase>("conclude")
+        .into_iter()
+        .find(|f| f.name == "a_first_pass_sets_every_condition_and_reports_it_once")
+        .expect("the conclude fixture")
+        .case
+        .expect;
+    assert_eq!(
+        first, want,
+        "a successful CrossCluster pass concludes as the fixture says"
+    );
+    let mut again = now("2024-05-01T10:00:30Z");
+    again["conditions"] = first["conditions"].clone();
+    let second = conclude(again, &first["reported"]);
+    assert_eq!(second["conditions"], Value::Null, "{second}");
+    assert_eq!(second["events"], serde_json::json!([]), "{second}");
+    assert_eq!(second["reported"], first["reported"]);
 }

@@ -1,5 +1,6 @@
 //! The component under the wasmtime CLI (`wasmtime run --invoke`), for validate, mutate, filter,
-//! service and load-balancer-status, on the shared fixtures; and proof that it imports nothing. The wasmtime CLI is installed by
+//! service and load-balancer-status on the shared fixtures, and one decide and one conclude
+//! fixture; and proof that it imports nothing. The wasmtime CLI is installed by
 //! scripts/test.sh; a missing CLI fails these tests with a clear message.
 
 use std::path::{Path, PathBuf};
@@ -10,12 +11,16 @@ use mcs_policy::engine::EMBEDDED_COMPONENT;
 use mcs_policy::engine::convert::{slice_to_wit, summary};
 use mcs_policy::engine::types::LoadBalancerReport;
 use mcs_policy::engine::types::{ExposurePort, McsRef, ServicePort};
-use mcs_policy::eval::load_balancer_input;
+use mcs_policy::engine::{EngineOptions, PolicyEngine};
+use mcs_policy::eval::{
+    ConcludeArgs, conclude_answer, conclude_input, decide_answer, decide_input, load_balancer_input,
+};
 use mcs_policy::settings::{ContextFile, load_policy};
 use mcs_policy::webhook::review::parse_review;
 use serde_json::Value;
 use tests::fixtures::{
-    AdmissionCase, FilterCase, LoadBalancerCase, ServiceCase, check_service, load,
+    AdmissionCase, ConcludeCase, DecideCase, FilterCase, LoadBalancerCase, ServiceCase,
+    check_service, load,
 };
 use tests::wave;
 
@@ -340,4 +345,74 @@ fn wasmtime_cli_reports_every_load_balancer_fixture_like_the_host() {
         (out != want).then(|| format!("{}: want {want}", differs(&f.name, &out)))
     });
     assert_all_agree(&failures);
+}
+
+const BUDGET: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// The fixture `name` of `kind`, its input as JSON text.
+fn sync_fixture<T: for<'de> serde::Deserialize<'de>>(kind: &str, name: &str) -> T {
+    load::<T>(kind)
+        .into_iter()
+        .find(|f| f.name == name)
+        .unwrap_or_else(|| panic!("fixture {kind}/{name}"))
+        .case
+}
+
+#[test]
+fn wasmtime_cli_decides_a_pass_like_the_host() {
+    let name = "a_consumer_gets_copies_of_another_providers_slices";
+    let case: DecideCase = sync_fixture("decide", name);
+    let (pass, settings) = decide_input(&case.input.to_string(), name).unwrap();
+    let engine = PolicyEngine::embedded(EngineOptions::default()).unwrap();
+    let answer = engine.decide(&pass, settings, BUDGET).unwrap();
+    assert_eq!(
+        decide_answer(answer.clone()),
+        case.expect,
+        "the in-process host gives the fixture's answer"
+    );
+    let out = invoke(&format!(
+        "decide({}, {})",
+        wave::pass_read(&pass),
+        wave::sync_settings(&settings)
+    ));
+    let want = wave::decide_answer(&answer);
+    assert_eq!(out, want, "wasmtime printed\n{out}\nwant\n{want}");
+    assert!(
+        out.contains(r#"copies: [{cluster: "member2", slice: {name: "member1-web-abc""#),
+        "{out}"
+    );
+}
+
+#[test]
+fn wasmtime_cli_concludes_a_pass_like_the_host() {
+    let name = "a_failed_apply_turns_endpointslice_dispatched_false_and_retries";
+    let case: ConcludeCase = sync_fixture("conclude", name);
+    let ConcludeArgs {
+        basis,
+        failures,
+        current,
+        reported,
+    } = conclude_input(&case.input.to_string(), name).unwrap();
+    let engine = PolicyEngine::embedded(EngineOptions::default()).unwrap();
+    let update = engine
+        .conclude(&basis, &failures, &current, reported.as_ref(), BUDGET)
+        .unwrap();
+    assert_eq!(
+        conclude_answer(update.clone()),
+        case.expect,
+        "the in-process host gives the fixture's answer"
+    );
+    let out = invoke(&format!(
+        "conclude({}, {}, {}, {})",
+        wave::status_basis(&basis, false),
+        wave::write_failures(&failures),
+        wave::status_now(&current),
+        reported.as_ref().map_or_else(
+            || "none".into(),
+            |r| format!("some({})", wave::reported(r, false))
+        )
+    ));
+    let want = wave::status_update(&update);
+    assert_eq!(out, want, "wasmtime printed\n{out}\nwant\n{want}");
+    assert!(out.ends_with("retry: true}"), "{out}");
 }

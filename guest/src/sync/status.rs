@@ -84,11 +84,15 @@ impl Condition {
         )
     }
 
-    /// `Valid`: True, or False with the rendered validation errors.
+    /// `Valid`: True, or False with the rendered validation errors (within the CRD's bound: an
+    /// MCS can break rules without end, e.g. thousands of repeated port names).
     fn valid(invalid: Option<&str>) -> Self {
         match invalid {
             None => Condition::new(VALID, true, "ValidationSucceed", ""),
-            Some(message) => Condition::new(VALID, false, "ValidationFailed", message),
+            Some(message) => {
+                let message = join_bounded(&[message.to_string()], CONDITION_LIMIT);
+                Condition::new(VALID, false, "ValidationFailed", &message)
+            }
         }
     }
 

@@ -144,6 +144,13 @@ fn main() {
             );
         }
     }
+    for (name, case) in fixtures(&root, "decide") {
+        seeds.write(
+            "decide",
+            &format!("decide-{name}"),
+            case["input"].to_string().as_bytes(),
+        );
+    }
     eprintln!(
         "wrote {} seeds under {}",
         seeds.written,

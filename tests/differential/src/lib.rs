@@ -65,6 +65,16 @@ pub enum Call {
         providers: Vec<h::ProviderLoadBalancer>,
         current: Vec<h::LoadBalancerIngress>,
     },
+    Decide {
+        pass: h::PassRead,
+        settings: h::SyncSettings,
+    },
+    Conclude {
+        basis: Box<h::StatusBasis>,
+        failures: h::WriteFailures,
+        current: h::StatusNow,
+        reported: Option<h::Reported>,
+    },
 }
 
 /// What a call returned.
@@ -78,6 +88,8 @@ pub enum Answer {
     Service(Result<h::ServiceAction, String>),
     ClusterNameProblem(Option<String>),
     LoadBalancerStatus(h::LoadBalancerReport),
+    Decide(Result<Box<h::PassDecision>, String>),
+    Conclude(h::StatusUpdate),
 }
 
 /// The engine every comparison uses: the embedded component, default bounds.
@@ -136,6 +148,15 @@ pub fn component_within(call: &Call, budget: Duration) -> Result<Answer, EngineE
         Call::LoadBalancerStatus { providers, current } => {
             Answer::LoadBalancerStatus(e.load_balancer_status(providers, current, budget)?)
         }
+        Call::Decide { pass, settings } => {
+            Answer::Decide(e.decide(pass, *settings, budget)?.map(Box::new))
+        }
+        Call::Conclude {
+            basis,
+            failures,
+            current,
+            reported,
+        } => Answer::Conclude(e.conclude(basis, failures, current, reported.as_ref(), budget)?),
     })
 }
 

@@ -27,7 +27,7 @@ macro_rules! same {
         }
     )*};
 }
-same!(String, bool, i32);
+same!(String, bool, i32, u64, i64);
 
 impl<A: Conv<B>, B> Conv<Option<B>> for Option<A> {
     fn conv(self) -> Option<B> {
@@ -225,6 +225,125 @@ impl Conv<h::ProviderIngress> for g::ProviderIngress {
     }
 }
 
+record!(ReadFailure {
+    message,
+    not_served
+});
+record!(MemberObjects { slices, service });
+record!(MemberRead {
+    cluster,
+    state,
+    unreadable_ms,
+    last_ingress
+});
+record!(PassRead {
+    mcs,
+    members,
+    template
+});
+record!(SyncSettings { stale_timeout_ms });
+record!(SliceWrite { cluster, slice });
+record!(MemberObject { cluster, name });
+record!(ServiceWrite { cluster, action });
+record!(RememberedIngress { cluster, ingress });
+record!(StatusBasis {
+    report,
+    invalid,
+    dispatches,
+    service_failures,
+    template_missing,
+    dispatch_failures,
+    load_balancer_failures,
+    load_balancer,
+    unknown_providers,
+    unknown_consumers,
+    incompatible,
+});
+record!(PassDecision {
+    plan,
+    finalizer,
+    copies,
+    deletions,
+    services,
+    ingress,
+    remember_ingress,
+    status,
+});
+record!(WriteFailures { service, dispatch });
+record!(StatusNow {
+    conditions,
+    generation,
+    now
+});
+record!(Reported {
+    unknown,
+    incompatible,
+    service_applied,
+    dispatched,
+    load_balancer,
+});
+record!(EventNote {
+    warning,
+    reason,
+    message
+});
+record!(StatusUpdate {
+    conditions,
+    events,
+    reported,
+    retry
+});
+
+impl Conv<g::MemberState> for h::MemberState {
+    fn conv(self) -> g::MemberState {
+        match self {
+            h::MemberState::NotReady(why) => g::MemberState::NotReady(why),
+            h::MemberState::Ready(objects) => g::MemberState::Ready(objects.conv()),
+        }
+    }
+}
+
+impl Conv<h::MemberState> for g::MemberState {
+    fn conv(self) -> h::MemberState {
+        match self {
+            g::MemberState::NotReady(why) => h::MemberState::NotReady(why),
+            g::MemberState::Ready(objects) => h::MemberState::Ready(objects.conv()),
+        }
+    }
+}
+
+impl Conv<g::FinalizerChange> for h::FinalizerChange {
+    fn conv(self) -> g::FinalizerChange {
+        match self {
+            h::FinalizerChange::Keep => g::FinalizerChange::Keep,
+            h::FinalizerChange::Add(name) => g::FinalizerChange::Add(name),
+            h::FinalizerChange::Release(name) => g::FinalizerChange::Release(name),
+        }
+    }
+}
+
+impl Conv<h::FinalizerChange> for g::FinalizerChange {
+    fn conv(self) -> h::FinalizerChange {
+        match self {
+            g::FinalizerChange::Keep => h::FinalizerChange::Keep,
+            g::FinalizerChange::Add(name) => h::FinalizerChange::Add(name),
+            g::FinalizerChange::Release(name) => h::FinalizerChange::Release(name),
+        }
+    }
+}
+
+impl Conv<g::ServiceAction> for h::ServiceAction {
+    fn conv(self) -> g::ServiceAction {
+        match self {
+            h::ServiceAction::Unchanged => g::ServiceAction::Unchanged,
+            h::ServiceAction::Create(object) => g::ServiceAction::Create(object),
+            h::ServiceAction::Replace(object) => g::ServiceAction::Replace(object),
+            h::ServiceAction::Recreate(object) => g::ServiceAction::Recreate(object),
+            h::ServiceAction::Conflict(why) => g::ServiceAction::Conflict(why),
+        }
+    }
+}
+
 impl Conv<h::Denial> for g::Denial {
     fn conv(self) -> h::Denial {
         match self {
@@ -316,6 +435,25 @@ pub fn answer(call: &Call) -> Answer {
         }
         Call::LoadBalancerStatus { providers, current } => Answer::LoadBalancerStatus(
             g::Component::load_balancer_status(providers.conv(), current.conv()).conv(),
+        ),
+        Call::Decide { pass, settings } => {
+            let decision: Result<h::PassDecision, String> =
+                g::Component::decide(pass.conv(), settings.conv()).conv();
+            Answer::Decide(decision.map(Box::new))
+        }
+        Call::Conclude {
+            basis,
+            failures,
+            current,
+            reported,
+        } => Answer::Conclude(
+            g::Component::conclude(
+                (*basis).conv(),
+                failures.conv(),
+                current.conv(),
+                reported.conv(),
+            )
+            .conv(),
         ),
     }
 }

@@ -19,6 +19,8 @@ macro_rules! ensure {
     };
 }
 
+mod sync;
+
 /// Checks the properties of `answer` to `call`.
 pub fn check(call: &Call, answer: &Answer) {
     match (call, answer) {
@@ -33,6 +35,11 @@ pub fn check(call: &Call, answer: &Answer) {
         (Call::LoadBalancerStatus { .. }, Answer::LoadBalancerStatus(report)) => {
             load_balancer(call, report)
         }
+        (Call::Decide { .. }, Answer::Decide(Ok(decision))) => sync::decide(call, decision),
+        (Call::Decide { .. }, Answer::Decide(Err(message))) => {
+            ensure!(call, !message.is_empty(), "a decode error says why")
+        }
+        (Call::Conclude { .. }, Answer::Conclude(update)) => sync::conclude(call, update),
         _ => {}
     }
 }

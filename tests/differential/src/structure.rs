@@ -14,6 +14,7 @@ use guest::filter::{
     SERVICE_NAME_LABEL,
 };
 use guest::service::{CREATED_BY, CREATED_BY_LABEL};
+use guest::sync::FINALIZER;
 use mcs_policy::engine::types as h;
 use serde_json::{Map, Value, json};
 
@@ -855,7 +856,7 @@ fn member_service(u: &mut Unstructured<'_>, template: &Value) -> Result<Value> {
 pub fn call(u: &mut Unstructured<'_>) -> Result<Call> {
     let tidy = u.arbitrary()?;
     TIDY.with(|t| t.set(tidy));
-    Ok(match u.int_in_range(0..=7)? {
+    Ok(match u.int_in_range(0..=9)? {
         0 | 1 => Call::Validate {
             request: admission_request(u)?,
             settings: settings(u)?,
@@ -926,6 +927,8 @@ pub fn call(u: &mut Unstructured<'_>) -> Result<Call> {
                 existing: existing.map(|e| text(u, &e)).transpose()?,
             }
         }
+        8 => decide(u)?,
+        9 => conclude(u)?,
         _ if u.arbitrary()? => Call::LoadBalancerStatus {
             providers: list(u, |u| {
                 Ok(h::ProviderLoadBalancer {
@@ -969,5 +972,279 @@ fn ingress(u: &mut Unstructured<'_>) -> Result<h::LoadBalancerIngress> {
                 error: maybe(u, &["CertificateError", "example.com/Quota", ""])?,
             })
         })?,
+    })
+}
+
+// ---- a sync pass ----
+
+/// Registered members: distinct valid names, in an order that is not always sorted.
+const MEMBERS: &[&str] = &["member1", "member2", "m-3"];
+
+/// A `read-failure`.
+fn read_failure(u: &mut Unstructured<'_>) -> Result<h::ReadFailure> {
+    Ok(h::ReadFailure {
+        message: string(u, FAILURES)?,
+        not_served: u.arbitrary()?,
+    })
+}
+
+/// A `decide` call: an MCS (usually holding our finalizer; sometimes of type LoadBalancer, which
+/// a messy spec rarely gets right), what each member holds of it (the providers' own slices, copies
+/// from anywhere, the Service as the controller wrote it or otherwise), and the hub's Service.
+fn decide(u: &mut Unstructured<'_>) -> Result<Call> {
+    // A pass over an MCS that validates is the one worth exploring: tidy three times in four.
+    if u.ratio(1, 2)? {
+        TIDY.with(|t| t.set(true));
+    }
+    let mut mcs_value = mcs(u)?;
+    if let Some(o) = mcs_value.as_object_mut() {
+        if let Some(spec) = o.get_mut("spec").and_then(Value::as_object_mut) {
+            if u.ratio(1, 4)? {
+                spec.insert("types".into(), json!(["LoadBalancer"]));
+                spec.remove("ports");
+            }
+            // Every member a provider and a consumer: copies between each pair.
+            if u.ratio(1, 2)? {
+                spec.remove("providerClusters");
+                spec.remove("consumerClusters");
+            }
+            if u.ratio(1, 3)? {
+                spec.remove("ports");
+            }
+        }
+        if let Some(meta) = o.get_mut("metadata").and_then(Value::as_object_mut) {
+            // Most passes are over an MCS that is not being deleted.
+            if u.ratio(2, 3)? {
+                meta.remove("deletionTimestamp");
+            }
+        }
+        if u.ratio(2, 3)?
+            && let Some(meta) = o.get_mut("metadata").and_then(Value::as_object_mut)
+        {
+            let list = meta.entry("finalizers").or_insert_with(|| json!([]));
+            if list.is_null() {
+                *list = json!([]);
+            }
+            if let Some(list) = list.as_array_mut() {
+                list.push(json!(FINALIZER));
+            }
+        }
+    }
+    let text_of = |v: &Value, key: &str| v["metadata"][key].as_str().map(str::to_string);
+    let mcs_ref = h::McsRef {
+        name: text_of(&mcs_value, "name").unwrap_or_else(|| "web".into()),
+        namespace: text_of(&mcs_value, "namespace").unwrap_or_else(|| "shop".into()),
+        ports: Vec::new(),
+    };
+    let template = service(u)?;
+    let mut members = Vec::new();
+    for member in MEMBERS.iter().take(u.int_in_range(0..=MEMBERS.len())?) {
+        let cluster = if odds(u, 1, 16)? {
+            string(u, CLUSTERS)?
+        } else {
+            member.to_string()
+        };
+        // Member states are drawn the same in tidy calls: tidiness is about objects that
+        // validate, and a pass is worth most with some member unready or failing.
+        let state = if u.ratio(1, 6)? {
+            h::MemberState::NotReady(format!(
+                "cluster {cluster} is not ready: its API does not answer"
+            ))
+        } else {
+            let slices = if u.ratio(1, 8)? {
+                Err(read_failure(u)?)
+            } else {
+                // Mostly the member's own slices (what a provider provides), some copies.
+                let held = (0..u.int_in_range(0..=2)?)
+                    .map(|_| {
+                        let own = u.ratio(3, 4)?;
+                        slice(
+                            u,
+                            &mcs_ref,
+                            if own { SOURCE_MANAGERS } else { COPY_MANAGERS },
+                        )
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                Ok(held)
+            };
+            let service = match u.int_in_range(0..=7)? {
+                0 => Err(read_failure(u)?),
+                1 | 2 => Ok(None),
+                3 => {
+                    let other = service(u)?;
+                    Ok(Some(text(u, &other)?))
+                }
+                _ => {
+                    // The member's copy, sometimes with a load balancer's status.
+                    let mut member = member_service(u, &template)?;
+                    if u.arbitrary()?
+                        && let Some(o) = member.as_object_mut()
+                    {
+                        o.insert("status".into(), mcs_status(u)?);
+                    }
+                    Ok(Some(text(u, &member)?))
+                }
+            };
+            h::MemberState::Ready(h::MemberObjects { slices, service })
+        };
+        members.push(h::MemberRead {
+            cluster,
+            state,
+            unreadable_ms: *u.choose(&[0, 1, 60_000, 300_000, 300_001, u64::MAX])?,
+            last_ingress: if u.arbitrary()? {
+                Some(list(u, ingress)?)
+            } else {
+                None
+            },
+        });
+    }
+    Ok(Call::Decide {
+        pass: h::PassRead {
+            mcs: text(u, &mcs_value)?,
+            members,
+            template: match u.int_in_range(0..=7)? {
+                0 => Ok(None),
+                1 => Err(string(u, FAILURES)?),
+                _ => Ok(Some(text(u, &template)?)),
+            },
+        },
+        settings: h::SyncSettings {
+            stale_timeout_ms: if u.arbitrary()? {
+                Some(*u.choose(&[300_000, 0, 1])?)
+            } else {
+                None
+            },
+        },
+    })
+}
+
+/// Failure messages as the host renders them, and some at the message size limits.
+const FAILURES: &[&str] = &[
+    "cluster member1 is not ready: its API does not answer",
+    "listing endpointslices of shop/web in cluster member2: Unauthorized (401 Unauthorized)",
+    "service shop/web not found in the hub",
+    "",
+    "é",
+];
+
+/// A failure message, sometimes longer than an Event (1 KiB) or a condition (32 KiB) holds.
+fn failure(u: &mut Unstructured<'_>) -> Result<String> {
+    if odds(u, 1, 8)? {
+        let len = *u.choose(&[1000usize, 1100, 33_000, 40_000])?;
+        let unit = *u.choose(&["x", "é"])?;
+        let mut s = unit.repeat(len.div_ceil(unit.len()));
+        s.truncate(s.floor_char_boundary(len));
+        return Ok(s);
+    }
+    string(u, FAILURES)
+}
+
+const CONDITION_TYPES: &[&str] = &[
+    "Valid",
+    "ServiceApplied",
+    "EndpointSliceDispatched",
+    "LoadBalancerStatusReported",
+    "Ready",
+];
+
+/// An MCS's `status.conditions` as JSON text: usually an array of conditions (some of the types
+/// a pass sets, sometimes twice, with any status, reason and message), sometimes not an array.
+fn conditions(u: &mut Unstructured<'_>) -> Result<String> {
+    if odds(u, 1, 16)? {
+        return string(u, &["null", "{}", "[", ""]);
+    }
+    let list = Value::Array(list(u, |u| {
+        let mut c = Map::new();
+        field(u, &mut c, "type", |u| str_value(u, CONDITION_TYPES))?;
+        field(u, &mut c, "status", |u| {
+            str_value(u, &["True", "False", "Unknown"])
+        })?;
+        field(u, &mut c, "reason", |u| {
+            str_value(u, &["ServiceAppliedSucceed", "ValidationSucceed", ""])
+        })?;
+        field(u, &mut c, "message", |u| Ok(Value::String(failure(u)?)))?;
+        field(u, &mut c, "lastTransitionTime", timestamp)?;
+        field(u, &mut c, "observedGeneration", |u| int_value(u, &[1, 2]))?;
+        Ok(Value::Object(c))
+    })?);
+    text(u, &list)
+}
+
+/// A `conclude` call: what a `decide` could have said the status reports, the writes' failures,
+/// the MCS's conditions as read, and what was last reported.
+fn conclude(u: &mut Unstructured<'_>) -> Result<Call> {
+    let names = |u: &mut Unstructured<'_>| list(u, |u| string(u, CLUSTERS));
+    let incompatible = &[
+        "Consumer cluster member2 does not support EndpointSlice",
+        "Provider cluster member1 does not support EndpointSlice",
+    ];
+    let basis = h::StatusBasis {
+        report: !odds(u, 1, 8)?,
+        invalid: if odds(u, 1, 8)? {
+            Some(string(
+                u,
+                &["spec.ports[1].name: Duplicate value: \"http\"", ""],
+            )?)
+        } else {
+            None
+        },
+        dispatches: u.arbitrary()?,
+        service_failures: list(u, failure)?,
+        template_missing: odds(u, 1, 8)?,
+        dispatch_failures: list(u, failure)?,
+        load_balancer_failures: list(u, failure)?,
+        load_balancer: if u.arbitrary()? {
+            Some(h::LoadBalancerReport {
+                ingress: list(u, ingress)?,
+                changed: u.arbitrary()?,
+                complete: u.arbitrary()?,
+                reason: string(
+                    u,
+                    &["LoadBalancerStatusIncomplete", "LoadBalancerStatusComplete"],
+                )?,
+                message: failure(u)?,
+            })
+        } else {
+            None
+        },
+        unknown_providers: names(u)?,
+        unknown_consumers: names(u)?,
+        incompatible: list(u, |u| string(u, incompatible))?,
+    };
+    let optional = |u: &mut Unstructured<'_>| -> Result<Option<bool>> {
+        Ok(if u.arbitrary()? {
+            Some(u.arbitrary()?)
+        } else {
+            None
+        })
+    };
+    Ok(Call::Conclude {
+        basis: Box::new(basis),
+        failures: h::WriteFailures {
+            service: list(u, failure)?,
+            dispatch: list(u, failure)?,
+        },
+        current: h::StatusNow {
+            conditions: conditions(u)?,
+            generation: if u.arbitrary()? {
+                Some(*u.choose(&[1, 2, -1])?)
+            } else {
+                None
+            },
+            now: string(u, TIMESTAMPS)?,
+        },
+        reported: if u.arbitrary()? {
+            Some(h::Reported {
+                unknown: list(u, |u| {
+                    string(u, &["provider member9", "consumer member8", "member9"])
+                })?,
+                incompatible: list(u, |u| string(u, incompatible))?,
+                service_applied: optional(u)?,
+                dispatched: optional(u)?,
+                load_balancer: optional(u)?,
+            })
+        } else {
+            None
+        },
     })
 }

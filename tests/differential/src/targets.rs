@@ -21,6 +21,7 @@ pub const ALL: &[(&str, Target)] = &[
     ("service", service),
     ("plan", plan),
     ("prune", prune),
+    ("decide", decide),
     ("structured", structured),
 ];
 
@@ -115,6 +116,16 @@ pub fn prune(data: &[u8]) {
             desired: p.desired,
             kept_sources: p.kept_sources,
         });
+    }
+}
+
+/// `decide` on JSON (the decide fixtures' `input`, read as `mcs-policy eval decide` reads it).
+pub fn decide(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    if let Ok((pass, settings)) = mcs_policy::eval::decide_input(text, "fuzz input") {
+        check(&Call::Decide { pass, settings });
     }
 }
 

@@ -68,6 +68,35 @@ fn outcomes(answer: &Answer) -> Vec<String> {
                 out.push("load balancer ingress".into());
             }
         }
+        Answer::Decide(Err(_)) => out.push("decide malformed".into()),
+        Answer::Decide(Ok(d)) => {
+            let finalizer = format!("{:?}", d.finalizer);
+            let finalizer = finalizer.trim_start_matches("FinalizerChange::");
+            out.push(format!(
+                "decide finalizer {}",
+                finalizer.split('(').next().unwrap_or_default()
+            ));
+            for (what, any) in [
+                ("copies", !d.copies.is_empty()),
+                ("deletions", !d.deletions.is_empty()),
+                ("services", !d.services.is_empty()),
+                ("ingress", d.ingress.is_some()),
+                ("invalid", d.status.invalid.is_some()),
+                ("no report", !d.status.report),
+                ("incompatible", !d.status.incompatible.is_empty()),
+            ] {
+                if any {
+                    out.push(format!("decide {what}"));
+                }
+            }
+        }
+        Answer::Conclude(u) => {
+            out.push(format!("conclude conditions: {}", u.conditions.is_some()));
+            out.push(format!("conclude retry: {}", u.retry));
+            if !u.events.is_empty() {
+                out.push("conclude events".into());
+            }
+        }
     }
     out
 }
@@ -124,6 +153,22 @@ fn random_structured_calls_reach_every_kind_of_answer() {
         "load balancer changed: true",
         "load balancer changed: false",
         "load balancer ingress",
+        "decide malformed",
+        "decide finalizer Keep",
+        "decide finalizer Add",
+        "decide finalizer Release",
+        "decide copies",
+        "decide deletions",
+        "decide services",
+        "decide ingress",
+        "decide invalid",
+        "decide no report",
+        "decide incompatible",
+        "conclude conditions: true",
+        "conclude conditions: false",
+        "conclude retry: true",
+        "conclude retry: false",
+        "conclude events",
     ];
     let missing: Vec<&str> = expected
         .into_iter()

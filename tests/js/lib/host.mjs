@@ -335,15 +335,24 @@ export function runFilter(policy, input) {
  * `{action: 'conflict', message}` or `{action: 'error', message}`.
  */
 export function runService(policy, input) {
-  const text = (v) => (typeof v === 'string' ? v : JSON.stringify(v));
-  const template = text(input.template ?? null);
-  const existing = input.existing == null ? undefined : text(input.existing);
+  const template = jsonText(input.template ?? null);
+  const existing = input.existing == null ? undefined : jsonText(input.existing);
   let action;
   try {
     action = policy.service(template, existing);
   } catch (e) {
     return { action: 'error', message: errPayload(e).payload };
   }
+  return serviceAnswer(action);
+}
+
+/** JSON text as the WIT passes it: a string is the text itself, anything else its JSON. */
+function jsonText(v) {
+  return typeof v === 'string' ? v : JSON.stringify(v);
+}
+
+/** `service_answer`: a `service-action` as `mcs-policy eval service` prints it. */
+function serviceAnswer(action) {
   if (action.tag === 'unchanged') return { action: 'unchanged' };
   if (action.tag === 'conflict') return { action: 'conflict', message: action.val };
   let object;
@@ -386,12 +395,195 @@ export function runLoadBalancer(policy, input) {
     else ingress = { tag: 'kept', val: p.ingress.kept == null ? undefined : p.ingress.kept.map(ingressToWit) };
     return { cluster: p.cluster, ingress };
   });
-  const r = policy.loadBalancerStatus(providers, (input.current ?? []).map(ingressToWit));
+  return reportAnswer(policy.loadBalancerStatus(providers, (input.current ?? []).map(ingressToWit)));
+}
+
+/** `load_balancer_answer`: a `load-balancer-report` as `mcs-policy eval load-balancer` prints it. */
+function reportAnswer(r) {
   return {
     ingress: r.ingress.map(ingressFromWit),
     changed: r.changed,
     complete: r.complete,
     reason: r.reason,
     message: r.message,
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// One sync pass (host/src/eval/sync.rs `decide_json`, `decide_answer`, `conclude_json`,
+// `conclude_answer`): `u64`/`s64` are BigInts in jco, `result` and variant arguments
+// `{tag, val}` (tags in the WIT's kebab case).
+
+/** A `result` of the eval input (`{ok: v}` or `{err: e}`) as jco takes it. */
+function resultToWit(r, ok, err) {
+  if (r != null && 'ok' in r) return { tag: 'ok', val: ok(r.ok) };
+  if (r != null && 'err' in r) return { tag: 'err', val: err(r.err) };
+  throw new Error(`not a result: ${JSON.stringify(r)}`);
+}
+
+const readFailure = (f) => ({ message: f.message, notServed: f.notServed ?? false });
+const optionalText = (v) => (v == null ? undefined : jsonText(v));
+const orNull = (v) => (v === undefined ? null : v);
+
+/** `decide_input`: the eval input's `pass` → the WIT `pass-read`. */
+function passToWit(pass) {
+  return {
+    mcs: jsonText(pass.mcs),
+    members: (pass.members ?? []).map((m) => {
+      let state;
+      if ('notReady' in m.state) {
+        state = { tag: 'not-ready', val: m.state.notReady };
+      } else {
+        const o = m.state.ready;
+        state = {
+          tag: 'ready',
+          val: {
+            slices: resultToWit(o.slices, (list) => list.map(sliceToWit), readFailure),
+            service: resultToWit(o.service, optionalText, readFailure),
+          },
+        };
+      }
+      return {
+        cluster: m.cluster,
+        state,
+        unreadableMs: BigInt(m.unreadableMs ?? 0),
+        lastIngress: m.lastIngress == null ? undefined : m.lastIngress.map(ingressToWit),
+      };
+    }),
+    template: resultToWit(pass.template, optionalText, (e) => e),
+  };
+}
+
+function planAnswer(p) {
+  return {
+    active: p.active,
+    deleting: p.deleting,
+    invalid: orNull(p.invalid),
+    mcs: { name: p.mcs.name, namespace: p.mcs.namespace, ports: p.mcs.ports.map((x) => ({ name: x.name, port: x.port })) },
+    providers: p.providers,
+    consumers: p.consumers,
+    unknownProviders: p.unknownProviders,
+    unknownConsumers: p.unknownConsumers,
+    loadBalancer: p.loadBalancer,
+  };
+}
+
+/** `basis_json`: a `status-basis` as `eval decide` prints it and `eval conclude` reads it. */
+function basisAnswer(b) {
+  return {
+    report: b.report,
+    invalid: orNull(b.invalid),
+    dispatches: b.dispatches,
+    serviceFailures: b.serviceFailures,
+    templateMissing: b.templateMissing,
+    dispatchFailures: b.dispatchFailures,
+    loadBalancerFailures: b.loadBalancerFailures,
+    loadBalancer: b.loadBalancer === undefined ? null : reportAnswer(b.loadBalancer),
+    unknownProviders: b.unknownProviders,
+    unknownConsumers: b.unknownConsumers,
+    incompatible: b.incompatible,
+  };
+}
+
+/**
+ * `decide_json`: a decide input (the `input` of a decide fixture: `pass`, `settings`) → the
+ * answer as `mcs-policy eval decide` prints it: `{ok: decision}` or `{err: message}`.
+ */
+export function runDecide(policy, input) {
+  const stale = input.settings?.staleTimeoutMs;
+  const settings = { staleTimeoutMs: stale == null ? undefined : BigInt(stale) };
+  let d;
+  try {
+    d = policy.decide(passToWit(input.pass), settings);
+  } catch (e) {
+    return { err: errPayload(e).payload };
+  }
+  const finalizer = d.finalizer.tag === 'keep' ? 'keep' : { [d.finalizer.tag]: d.finalizer.val };
+  return {
+    ok: {
+      plan: planAnswer(d.plan),
+      finalizer,
+      copies: d.copies.map((w) => ({ cluster: w.cluster, slice: sliceFromWit(w.slice) })),
+      deletions: d.deletions.map((o) => ({ cluster: o.cluster, name: o.name })),
+      services: d.services.map((w) => ({ ...serviceAnswer(w.action), cluster: w.cluster })),
+      ingress: d.ingress === undefined ? null : d.ingress.map(ingressFromWit),
+      rememberIngress: d.rememberIngress.map((r) => ({ cluster: r.cluster, ingress: r.ingress.map(ingressFromWit) })),
+      status: basisAnswer(d.status),
+    },
+  };
+}
+
+/** `conclude_input`'s `basis`: as `eval decide` prints it, lists and options may be left out. */
+function basisToWit(b) {
+  const lb = b.loadBalancer;
+  return {
+    report: b.report,
+    invalid: b.invalid ?? undefined,
+    dispatches: b.dispatches ?? false,
+    serviceFailures: b.serviceFailures ?? [],
+    templateMissing: b.templateMissing ?? false,
+    dispatchFailures: b.dispatchFailures ?? [],
+    loadBalancerFailures: b.loadBalancerFailures ?? [],
+    loadBalancer:
+      lb == null
+        ? undefined
+        : {
+            ingress: (lb.ingress ?? []).map(ingressToWit),
+            changed: lb.changed,
+            complete: lb.complete,
+            reason: lb.reason,
+            message: lb.message,
+          },
+    unknownProviders: b.unknownProviders ?? [],
+    unknownConsumers: b.unknownConsumers ?? [],
+    incompatible: b.incompatible ?? [],
+  };
+}
+
+/**
+ * `conclude_json`: a conclude input (the `input` of a conclude fixture: `basis`, `failures`,
+ * `current`, `reported`) → the `status-update` as `mcs-policy eval conclude` prints it.
+ */
+export function runConclude(policy, input) {
+  const current = input.current;
+  const r = input.reported;
+  const update = policy.conclude(
+    basisToWit(input.basis),
+    { service: input.failures?.service ?? [], dispatch: input.failures?.dispatch ?? [] },
+    {
+      conditions: current.conditions == null ? '[]' : jsonText(current.conditions),
+      generation: current.generation == null ? undefined : BigInt(current.generation),
+      now: current.now,
+    },
+    r == null
+      ? undefined
+      : {
+          unknown: r.unknown ?? [],
+          incompatible: r.incompatible ?? [],
+          serviceApplied: r.serviceApplied ?? undefined,
+          dispatched: r.dispatched ?? undefined,
+          loadBalancer: r.loadBalancer ?? undefined,
+        },
+  );
+  let conditions = null;
+  if (update.conditions !== undefined) {
+    try {
+      conditions = JSON.parse(update.conditions);
+    } catch {
+      conditions = update.conditions;
+    }
+  }
+  const rep = update.reported;
+  return {
+    conditions,
+    events: update.events.map((e) => ({ warning: e.warning, reason: e.reason, message: e.message })),
+    reported: {
+      unknown: rep.unknown,
+      incompatible: rep.incompatible,
+      serviceApplied: orNull(rep.serviceApplied),
+      dispatched: orNull(rep.dispatched),
+      loadBalancer: orNull(rep.loadBalancer),
+    },
+    retry: update.retry,
   };
 }

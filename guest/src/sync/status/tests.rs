@@ -280,6 +280,27 @@ fn an_invalid_mcs_gets_only_valid_false_no_events_and_no_retry() {
     assert_eq!(update.reported, nothing_reported());
 }
 
+/// An MCS can break its rules without end (thousands of repeated port names): its `Valid`
+/// message stays within what the CRD lets the API server store.
+#[test]
+fn a_huge_validation_message_is_cut_to_the_condition_limit() {
+    let huge = "spec.ports[1].name: Duplicate value: \"http\", ".repeat(3_000);
+    let basis = StatusBasis {
+        invalid: Some(huge.clone()),
+        ..basis()
+    };
+    let update = conclude(&basis, &no_failures(), &current("[]"), None);
+    let (_, _, _, message) = conditions(&update).remove(0);
+    assert!(huge.len() > CONDITION_LIMIT);
+    assert!(message.len() <= CONDITION_LIMIT, "{}", message.len());
+    assert!(message.starts_with("spec.ports[1].name: Duplicate value"));
+    assert!(
+        message.ends_with("..."),
+        "{}",
+        &message[message.len() - 20..]
+    );
+}
+
 #[test]
 fn a_pass_that_does_not_report_writes_no_conditions_but_retries_a_dispatch_failure() {
     let basis = StatusBasis {
