@@ -9,6 +9,7 @@ use crate::field::aggregate;
 use crate::filter::{
     DISPATCH_MANAGER, MANAGED_BY_LABEL, PROVISION_CLUSTER_ANNOTATION, SERVICE_NAME_LABEL,
 };
+use crate::sync::FINALIZER;
 use crate::validate::{
     CROSS_CLUSTER, KARMADA_COMPATIBLE, LOAD_BALANCER, NOTHING_KNOWN, validate_mcs,
 };
@@ -28,6 +29,10 @@ pub fn plan_of(mcs: &Mcs, registered: &[String]) -> SyncPlan {
     let cross_cluster = types.iter().any(|t| t == CROSS_CLUSTER);
     let load_balancer = types.iter().any(|t| t == LOAD_BALANCER);
     let acts = invalid.is_none() && !deleting;
+    // An MCS that syncs, is invalid (its copies stay), or holds our finalizer (its passes
+    // withdraw its copies) looks after its copies itself.
+    let finalized = mcs.meta.finalizers.iter().any(|f| f == FINALIZER);
+    let sweepable = !(cross_cluster && acts) && invalid.is_none() && !finalized;
     let (providers, unknown_providers) = select(&mcs.spec.provider_clusters, registered);
     let (consumers, unknown_consumers) = select(&mcs.spec.consumer_clusters, registered);
     SyncPlan {
@@ -52,6 +57,7 @@ pub fn plan_of(mcs: &Mcs, registered: &[String]) -> SyncPlan {
         unknown_providers,
         unknown_consumers,
         load_balancer: load_balancer && acts,
+        sweepable,
     }
 }
 
@@ -156,6 +162,27 @@ mod tests {
             (p.mcs.name.as_str(), p.mcs.namespace.as_str()),
             ("web", "shop")
         );
+    }
+
+    /// A sweep may remove an MCS's copies from a returning member only when no pass of it will
+    /// look at that member again.
+    #[test]
+    fn only_an_mcs_no_pass_looks_after_is_sweepable() {
+        let finalized = r#","finalizers":["networking.karmada.io/mcs-policy-sync"]"#;
+        let deleted = r#","deletionTimestamp":"2024-05-01T10:00:00Z""#;
+        let sweepable =
+            |spec: &str, meta: &str| plan(&mcs_json(spec, meta), &[]).unwrap().sweepable;
+        let cross = r#"{"types":["CrossCluster"]}"#;
+        let lb = r#"{"types":["LoadBalancer"]}"#;
+        let invalid = r#"{"types":["CrossCluster"],"ports":[{"port":0}]}"#;
+        assert!(!sweepable(cross, ""), "it syncs");
+        assert!(!sweepable(invalid, ""), "its copies stay until it is fixed");
+        assert!(!sweepable(lb, finalized), "its passes withdraw the copies");
+        let both = format!("{finalized}{deleted}");
+        assert!(!sweepable(cross, &both), "its passes withdraw the copies");
+        assert!(sweepable(lb, ""));
+        assert!(sweepable(cross, deleted));
+        assert!(sweepable(r#"{"types":[]}"#, ""));
     }
 
     #[test]

@@ -495,6 +495,7 @@ fn pass_decision(d: &PassDecision) -> String {
             ("unknown-providers", Ok(strings(&p.unknown_providers))),
             ("unknown-consumers", Ok(strings(&p.unknown_consumers))),
             ("load-balancer", Ok(p.load_balancer.to_string())),
+            ("sweepable", Ok(p.sweepable.to_string())),
         ],
         true,
     );

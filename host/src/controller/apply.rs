@@ -13,9 +13,6 @@ use super::read::{mcs_resource, object_name};
 use super::retry::on_conflict;
 use crate::engine::{convert, types};
 
-/// The finalizer that lets the controller remove copies before an MCS goes (docs/sync.md#deletion-and-the-finalizer).
-pub const FINALIZER: &str = "networking.karmada.io/mcs-policy-sync";
-
 /// What could not be written.
 #[derive(Debug, thiserror::Error)]
 pub enum ApplyError {
@@ -88,21 +85,13 @@ pub async fn delete_slice(
     }
 }
 
-/// Whether the MCS carries our finalizer.
-pub fn has_finalizer(mcs: &DynamicObject) -> bool {
-    mcs.metadata
-        .finalizers
-        .iter()
-        .flatten()
-        .any(|f| f == FINALIZER)
-}
-
-/// Adds (`present`) or removes our finalizer, keeping the others. Conditional on the
-/// resourceVersion read, so a concurrent change of the list is never lost: on 409 Conflict the
-/// MCS is read again and the change made on what it holds now.
+/// Adds (`present`) or removes the finalizer `finalizer` (named by the component), keeping the
+/// others. Conditional on the resourceVersion read, so a concurrent change of the list is never
+/// lost: on 409 Conflict the MCS is read again and the change made on what it holds now.
 pub async fn set_finalizer(
     hub: &Client,
     mcs: &DynamicObject,
+    finalizer: &str,
     present: bool,
 ) -> Result<(), ApplyError> {
     let api: Api<DynamicObject> = Api::namespaced_with(
@@ -120,13 +109,13 @@ pub async fn set_finalizer(
             fresh = api.get(name).await?;
             &fresh
         };
-        if has_finalizer(current) == present {
+        if has_finalizer(current, finalizer) == present {
             return Ok(());
         }
         api.patch(
             name,
             &PatchParams::default(),
-            &Patch::Merge(&finalizer_patch(current, present)),
+            &Patch::Merge(&finalizer_patch(current, finalizer, present)),
         )
         .await
         .map(drop)
@@ -138,19 +127,28 @@ pub async fn set_finalizer(
     })
 }
 
-/// The merge patch that sets `mcs`'s finalizers with (`present`) or without ours, conditional
-/// on its resourceVersion.
-fn finalizer_patch(mcs: &DynamicObject, present: bool) -> serde_json::Value {
+/// Whether `mcs` carries `finalizer`.
+fn has_finalizer(mcs: &DynamicObject, finalizer: &str) -> bool {
+    mcs.metadata
+        .finalizers
+        .iter()
+        .flatten()
+        .any(|f| f == finalizer)
+}
+
+/// The merge patch that sets `mcs`'s finalizers with (`present`) or without `finalizer`,
+/// conditional on its resourceVersion.
+fn finalizer_patch(mcs: &DynamicObject, finalizer: &str, present: bool) -> serde_json::Value {
     let mut finalizers: Vec<String> = mcs
         .metadata
         .finalizers
         .iter()
         .flatten()
-        .filter(|f| *f != FINALIZER)
+        .filter(|f| *f != finalizer)
         .cloned()
         .collect();
     if present {
-        finalizers.push(FINALIZER.to_string());
+        finalizers.push(finalizer.to_string());
     }
     json!({"metadata": {
         "finalizers": finalizers,

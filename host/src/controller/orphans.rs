@@ -110,10 +110,9 @@ async fn sweep_member(ctx: &Context, cluster: &Cluster) -> Report {
     report
 }
 
-/// Whether an MCS still in the hub is one whose own passes look after its copies: it syncs, it
-/// is invalid (then nothing of it is touched), or it is being deleted under our finalizer
-/// (its pass withdraws the copies from every ready member). An MCS the component cannot plan
-/// is left alone too.
+/// Whether an MCS still in the hub is one whose own passes look after its copies (the
+/// component's `plan` says whether it is `sweepable`). An MCS the component cannot plan is left
+/// alone too.
 async fn still_syncs(ctx: &Context, mcs: &DynamicObject) -> bool {
     let object = object_name(mcs);
     let Ok(json) = mcs_json(mcs) else {
@@ -124,7 +123,7 @@ async fn still_syncs(ctx: &Context, mcs: &DynamicObject) -> bool {
         .plan(&object, json, ctx.registry.member_names())
         .await
     {
-        Ok(plan) => plan.active || plan.invalid.is_some() || super::apply::has_finalizer(mcs),
+        Ok(plan) => !plan.sweepable,
         Err(err) => {
             tracing::warn!(mcs = %object, error = %chain(&err), "cannot plan; its copies stay");
             true

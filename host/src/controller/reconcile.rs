@@ -56,14 +56,14 @@ pub async fn reconcile(
     remember_ingress(ctx, &uid, &decision);
     let hub = &ctx.registry.hub.client;
     // Before any copy exists, so that a deletion always finds the finalizer.
-    if let FinalizerChange::Add(_) = decision.finalizer {
-        set_finalizer(hub, mcs, true).await?;
+    if let FinalizerChange::Add(finalizer) = &decision.finalizer {
+        set_finalizer(hub, mcs, finalizer, true).await?;
     }
     let written = write_all(ctx, &object, &decision, &snapshot).await;
-    if let FinalizerChange::Release(_) = decision.finalizer
+    if let FinalizerChange::Release(finalizer) = &decision.finalizer
         && written.slices.is_empty()
     {
-        set_finalizer(hub, mcs, false).await?;
+        set_finalizer(hub, mcs, finalizer, false).await?;
     }
     let update = conclude(ctx, mcs, &uid, &decision, &written).await?;
     let ingress = decision

@@ -261,6 +261,7 @@ fn plan_json(p: SyncPlan) -> Value {
         "unknownProviders": p.unknown_providers,
         "unknownConsumers": p.unknown_consumers,
         "loadBalancer": p.load_balancer,
+        "sweepable": p.sweepable,
     })
 }
 

@@ -183,6 +183,7 @@ record!(SyncPlan {
     unknown_providers,
     unknown_consumers,
     load_balancer,
+    sweepable,
 });
 
 record!(PortStatus {

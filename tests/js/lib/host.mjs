@@ -465,6 +465,7 @@ function planAnswer(p) {
     unknownProviders: p.unknownProviders,
     unknownConsumers: p.unknownConsumers,
     loadBalancer: p.loadBalancer,
+    sweepable: p.sweepable,
   };
 }
 
