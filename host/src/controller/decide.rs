@@ -109,11 +109,10 @@ impl Decider {
     pub async fn decide(
         &self,
         object: &str,
-        pass: &PassRead,
+        pass: PassRead,
         stale_timeout: Option<Duration>,
     ) -> Result<PassDecision, DecideError> {
         let (engine, budget) = (self.engine.clone(), self.budget);
-        let pass = pass.clone();
         let settings = SyncSettings {
             stale_timeout_ms: stale_timeout
                 .map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX)),

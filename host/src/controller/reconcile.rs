@@ -47,10 +47,10 @@ pub async fn reconcile(
 ) -> Result<Report, ReconcileError> {
     let object = object_name(mcs);
     let uid = mcs.metadata.uid.clone().unwrap_or_else(|| object.clone());
-    let snapshot = snapshot::read(ctx, mcs, &uid, ready).await?;
+    let (pass, snapshot) = snapshot::read(ctx, mcs, &uid, ready).await?;
     let decision = ctx
         .decider
-        .decide(&object, &snapshot.pass, ctx.stale_timeout)
+        .decide(&object, pass, ctx.stale_timeout)
         .await?;
     log_unknown(&object, &decision);
     remember_ingress(ctx, &uid, &decision);

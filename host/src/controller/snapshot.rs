@@ -22,10 +22,8 @@ use crate::clusters::api_error::Kind;
 use crate::engine::convert;
 use crate::engine::types::{MemberObjects, MemberRead, MemberState, PassRead, ReadFailure};
 
-/// What a pass read, for `decide` and for carrying out its answer.
+/// What a pass read beyond the component's input, for carrying out its answer.
 pub struct Snapshot {
-    /// The component's input.
-    pub pass: PassRead,
     /// The hub's Service, when it was read (the Service step decides again from it after a
     /// 409).
     pub template: Option<Service>,
@@ -44,13 +42,14 @@ struct Read {
     service: Result<Option<Service>, super::service::ServiceError>,
 }
 
-/// Reads everything one pass over `mcs` needs; `uid` keys what the controller remembers of it.
+/// Reads everything one pass over `mcs` needs: the component's input, and what carrying out its
+/// answer needs. `uid` keys what the controller remembers of the MCS.
 pub async fn read(
     ctx: &Context,
     mcs: &DynamicObject,
     uid: &str,
     ready: &[String],
-) -> Result<Snapshot, ReadError> {
+) -> Result<(PassRead, Snapshot), ReadError> {
     let json = mcs_json(mcs)?;
     let ns = mcs.metadata.namespace.as_deref().unwrap_or_default();
     let name = mcs.metadata.name.as_deref().unwrap_or_default();
@@ -62,26 +61,21 @@ pub async fn read(
             if !ready.contains(&m.name) {
                 return None;
             }
-            let (slices, service) = futures::join!(
-                list_slice_objects(&m.client, &m.name, ns, name),
-                read_member(&m.client, &m.name, ns, name),
-            );
+            // One after the other: at once, every pass would hold two connections per member
+            // open, and a connection (buffers, TLS state) outweighs the wait.
+            let slices = list_slice_objects(&m.client, &m.name, ns, name).await;
+            let service = read_member(&m.client, &m.name, ns, name).await;
             Some(Read { slices, service })
         }))
     );
     let object = format!("{ns}/{name}");
     let mut snapshot = Snapshot {
-        pass: PassRead {
-            mcs: json,
-            members: Vec::with_capacity(members.len()),
-            template: Ok(None),
-        },
         template: None,
         service_uids: HashMap::new(),
         versions: HashMap::new(),
         failures: Vec::new(),
     };
-    snapshot.pass.template = match template {
+    let template = match template {
         Ok(Some(template)) => {
             let json = convert::service_to_json(&template).map_err(|e| e.to_string());
             snapshot.template = Some(template);
@@ -121,7 +115,7 @@ pub async fn read(
         .collect();
     let now = Instant::now();
     remembered.mark_unreadable(&unreadable, now);
-    snapshot.pass.members = members
+    let members = members
         .iter()
         .zip(states)
         .zip(last_ingress)
@@ -133,7 +127,12 @@ pub async fn read(
             last_ingress,
         })
         .collect();
-    Ok(snapshot)
+    let pass = PassRead {
+        mcs: json,
+        members,
+        template,
+    };
+    Ok((pass, snapshot))
 }
 
 /// Whether every read of a member succeeded.
