@@ -1,12 +1,14 @@
 //! The copies step of a pass (docs/sync.md#dispatch-and-prune): which copies each ready member
 //! must hold, which of them it does not hold yet, and which of its copies are stale.
 
+use std::collections::BTreeMap;
+
 use super::{Decision, Failures, member, ready};
 use crate::filter;
 use crate::plan::prune;
 use crate::{
-    EndpointSlice, MemberRead, MemberState, PassRead, ServicePort, SliceWrite, SyncPlan,
-    SyncSettings,
+    EndpointPort, EndpointSlice, MemberRead, MemberState, PassRead, ServicePort, SliceCopy,
+    SliceWrite, SyncPlan, SyncSettings,
 };
 
 /// Which unreadable providers keep their copies (and their load balancer entries): all of
@@ -100,15 +102,15 @@ pub(super) fn copies(
             for p in provided.iter().filter(|p| p.cluster != m.cluster) {
                 let made = filter::copies(&plan.mcs, ports, p.cluster, &m.cluster, &p.summaries);
                 for copy in made {
-                    let source = p.slices[copy.source as usize].clone();
-                    let slice = filter::apply(copy, source);
-                    desired.push(slice.name.clone());
+                    let source = &p.slices[copy.source as usize];
+                    desired.push(copy.name.clone());
                     // A copy already held as it must be is not written again (a resync then
                     // costs one list per member, not an apply per copy).
-                    if !held.iter().any(|h| same_object(h, &slice)) {
+                    let holds = held.iter().find(|h| h.name == copy.name);
+                    if !holds.is_some_and(|h| holds_copy(h, &copy, source)) {
                         decision.copies.push(SliceWrite {
                             cluster: m.cluster.clone(),
-                            slice,
+                            slice: filter::apply(copy, source.clone()),
                         });
                     }
                 }
@@ -119,29 +121,44 @@ pub(super) fn copies(
     }
 }
 
-/// Whether `held`, as read from a cluster, is `copy` as it reads back once written: maps
-/// (labels, annotations, an endpoint's `deprecatedTopology`) compare in key order, the last
-/// value of a key winning.
-pub fn same_object(held: &EndpointSlice, copy: &EndpointSlice) -> bool {
-    let canonical = |pairs: &[(String, String)]| -> Vec<(String, String)> {
-        pairs
-            .iter()
-            .cloned()
-            .collect::<std::collections::BTreeMap<_, _>>()
-            .into_iter()
-            .collect()
-    };
+/// Whether `held`, as read from a cluster, is the copy `copy` describes of `source` as it reads
+/// back once written (`filter::apply`): maps (labels, annotations, an endpoint's
+/// `deprecatedTopology`) compare as maps, in any order. Compared in place: a resync compares
+/// every copy of every member, and nothing is copied to do it.
+pub fn holds_copy(held: &EndpointSlice, copy: &SliceCopy, source: &EndpointSlice) -> bool {
+    let ports: Vec<&EndpointPort> = copy
+        .ports
+        .iter()
+        .filter_map(|&i| source.ports.get(i as usize))
+        .collect();
     held.name == copy.name
-        && held.namespace == copy.namespace
-        && held.address_type == copy.address_type
-        && held.ports == copy.ports
-        && canonical(&held.labels) == canonical(&copy.labels)
-        && canonical(&held.annotations) == canonical(&copy.annotations)
-        && held.endpoints.len() == copy.endpoints.len()
-        && held.endpoints.iter().zip(&copy.endpoints).all(|(h, c)| {
-            let (mut h, mut c) = (h.clone(), c.clone());
-            h.deprecated_topology = canonical(&h.deprecated_topology);
-            c.deprecated_topology = canonical(&c.deprecated_topology);
-            h == c
+        && held.namespace == source.namespace
+        && held.address_type == source.address_type
+        && same_map(&held.labels, &copy.labels)
+        && same_map(&held.annotations, &copy.annotations)
+        && held.ports.iter().eq(ports)
+        && held.endpoints.len() == source.endpoints.len()
+        && held.endpoints.iter().zip(&source.endpoints).all(|(h, s)| {
+            h.addresses == s.addresses
+                && h.conditions == s.conditions
+                && h.hostname == s.hostname
+                && h.node_name == s.node_name
+                && h.zone == s.zone
+                && h.target_ref == s.target_ref
+                && h.hints == s.hints
+                && same_map(&h.deprecated_topology, &s.deprecated_topology)
         })
+}
+
+/// Whether two maps given as key/value pairs are the same map (the last value of a key wins,
+/// as in the object a cluster stores).
+fn same_map(a: &[(String, String)], b: &[(String, String)]) -> bool {
+    a == b || as_map(a) == as_map(b)
+}
+
+fn as_map(pairs: &[(String, String)]) -> BTreeMap<&str, &str> {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect()
 }

@@ -37,7 +37,7 @@ use crate::{
 };
 
 use copies::copies;
-pub use copies::{kept, same_object};
+pub use copies::{holds_copy, kept};
 use load_balancer::load_balancer;
 
 /// The finalizer that keeps a syncing MCS until its copies are withdrawn.
