@@ -388,6 +388,44 @@ fn main() {
         &wasm,
         &native,
     );
+    // The same pass as the component calls the controller made before `decide`: `plan`, then
+    // `filter` for every provider and consumer (20 x 19, the provider's two slices each, which the engine
+    // summarises and assembles the copies of), then `prune` for
+    // every member (its 40 slices).
+    let own = |slices: &[types::EndpointSlice]| slices[slices.len() - 2..].to_vec();
+    let held_of = |m: &types::MemberRead| match &m.state {
+        types::MemberState::Ready(o) => o.slices.clone().unwrap(),
+        types::MemberState::NotReady(_) => Vec::new(),
+    };
+    let held: Vec<(String, Vec<types::EndpointSlice>)> = h_pass
+        .members
+        .iter()
+        .map(|m| (m.cluster.clone(), held_of(m)))
+        .collect();
+    let names: Vec<String> = held.iter().map(|(n, _)| n.clone()).collect();
+    let wasm = measure(20, || {
+        let plan = engine.plan(&h_pass.mcs, &names, BUDGET).unwrap().unwrap();
+        for (consumer, existing) in &held {
+            let mut desired = Vec::new();
+            for (provider, slices) in held.iter().filter(|(p, _)| p != consumer) {
+                let summaries = own(slices);
+                let copies = engine
+                    .filter(&plan.mcs, None, provider, consumer, &summaries, BUDGET)
+                    .unwrap();
+                desired.extend(copies.into_iter().map(|c| c.name));
+            }
+            let stale = engine
+                .prune(&plan.mcs, existing, &desired, &[], BUDGET)
+                .unwrap();
+            assert!(stale.is_empty());
+        }
+    });
+    println!(
+        "| {:<38} | {:>9.1} | {:>9.1} |           |           |        |",
+        "same pass as plan + 380 filter + 20 prune calls (µs)",
+        micros(wasm.median),
+        micros(wasm.p99)
+    );
     println!();
     println!(
         "native filter includes cloning its input; the wasm path clones the endpoints into the copies in the host."
