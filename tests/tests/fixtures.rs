@@ -73,13 +73,7 @@ fn every_validate_fixture_gets_the_expected_answer() {
             failures.push(format!("{}: {p}", f.name));
         }
     }
-    assert!(
-        failures.is_empty(),
-        "{} of {} validate fixtures failed:\n{}",
-        failures.len(),
-        cases.len(),
-        failures.join("\n")
-    );
+    assert_all_passed("validate", cases.len(), &failures);
 }
 
 /// Applies the response's patch to `request.object` and returns the patched object.
@@ -148,13 +142,7 @@ fn every_mutate_fixture_gets_the_expected_patch() {
             fail(format!("permanent id: got {id:?}, want {want_id:?}"));
         }
     }
-    assert!(
-        failures.is_empty(),
-        "{} of {} mutate fixtures failed:\n{}",
-        failures.len(),
-        cases.len(),
-        failures.join("\n")
-    );
+    assert_all_passed("mutate", cases.len(), &failures);
 }
 
 #[test]
@@ -170,13 +158,7 @@ fn every_filter_fixture_gets_the_expected_copies() {
             failures.push(format!("{}:\n  got  {got}\n  want {want}", f.name));
         }
     }
-    assert!(
-        failures.is_empty(),
-        "{} of {} filter fixtures failed:\n{}",
-        failures.len(),
-        cases.len(),
-        failures.join("\n")
-    );
+    assert_all_passed("filter", cases.len(), &failures);
 }
 
 /// The guest's `service`, compiled natively, with its answer as the host's WIT type.
@@ -212,13 +194,7 @@ fn every_service_fixture_gets_the_expected_action_in_the_component_and_natively(
             ));
         }
     }
-    assert!(
-        failures.is_empty(),
-        "{} of {} service fixtures failed:\n{}",
-        failures.len(),
-        cases.len(),
-        failures.join("\n")
-    );
+    assert_all_passed("service", cases.len(), &failures);
 }
 
 #[test]
@@ -270,13 +246,7 @@ fn every_load_balancer_fixture_gets_the_expected_status_in_the_component_and_nat
             }
         }
     }
-    assert!(
-        failures.is_empty(),
-        "{} of {} load-balancer fixtures failed:\n{}",
-        failures.len(),
-        cases.len(),
-        failures.join("\n")
-    );
+    assert_all_passed("load-balancer", cases.len(), &failures);
 }
 
 /// `got` against `want` for the component and the native guest; the problems, named.
@@ -308,13 +278,7 @@ fn every_decide_fixture_gets_the_expected_decision_in_the_component_and_natively
             &f.case.expect,
         ));
     }
-    assert!(
-        failures.is_empty(),
-        "{} of {} decide fixtures failed:\n{}",
-        failures.len(),
-        cases.len(),
-        failures.join("\n")
-    );
+    assert_all_passed("decide", cases.len(), &failures);
 }
 
 #[test]
@@ -346,13 +310,7 @@ fn every_conclude_fixture_gets_the_expected_status_update_in_the_component_and_n
             &f.case.expect,
         ));
     }
-    assert!(
-        failures.is_empty(),
-        "{} of {} conclude fixtures failed:\n{}",
-        failures.len(),
-        cases.len(),
-        failures.join("\n")
-    );
+    assert_all_passed("conclude", cases.len(), &failures);
 }
 
 /// The pass's two calls chain as the controller chains them: the `status` a decide fixture
@@ -392,4 +350,14 @@ fn a_decide_answers_status_is_a_conclude_basis_and_a_second_identical_pass_is_qu
     assert_eq!(second["conditions"], Value::Null, "{second}");
     assert_eq!(second["events"], serde_json::json!([]), "{second}");
     assert_eq!(second["reported"], first["reported"]);
+}
+
+/// Fails with every failure of the `total` fixtures of `kind`, if any.
+fn assert_all_passed(kind: &str, total: usize, failures: &[String]) {
+    assert!(
+        failures.is_empty(),
+        "{} of {total} {kind} fixtures failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use super::{Decision, Failures, member, ready};
+use super::{Decision, Failures, member, providers, ready};
 use crate::filter;
 use crate::plan::prune;
 use crate::{
@@ -41,11 +41,7 @@ pub(super) fn copies(
     settings: &SyncSettings,
     decision: &mut Decision,
 ) {
-    let providers: Vec<&MemberRead> = plan
-        .providers
-        .iter()
-        .filter_map(|p| member(pass, p))
-        .collect();
+    let providers = providers(plan, pass);
     let mut unreadable = Vec::new();
     for m in &providers {
         if let MemberState::NotReady(why) = &m.state {

@@ -4,11 +4,11 @@
 use serde_json::Value;
 
 use super::copies::kept;
-use super::{Decision, Failures, member};
+use super::{Decision, Failures, providers};
 use crate::balancer;
 use crate::{
-    LoadBalancerIngress, MemberRead, MemberState, PassRead, PortStatus, ProviderIngress,
-    ProviderLoadBalancer, RememberedIngress, SyncPlan, SyncSettings,
+    LoadBalancerIngress, MemberState, PassRead, PortStatus, ProviderIngress, ProviderLoadBalancer,
+    RememberedIngress, SyncPlan, SyncSettings,
 };
 
 /// The load balancer step: each provider's Service `status.loadBalancer.ingress`, kept while
@@ -19,11 +19,7 @@ pub(super) fn load_balancer(
     settings: &SyncSettings,
     decision: &mut Decision,
 ) {
-    let providers: Vec<&MemberRead> = plan
-        .providers
-        .iter()
-        .filter_map(|p| member(pass, p))
-        .collect();
+    let providers = providers(plan, pass);
     let mut read = Vec::new();
     let mut unreadable = Vec::new();
     for m in &providers {

@@ -186,6 +186,14 @@ fn ready(member: &MemberRead) -> Option<&MemberObjects> {
     }
 }
 
+/// The providers of the plan, as read this pass.
+fn providers<'a>(plan: &SyncPlan, pass: &'a PassRead) -> Vec<&'a MemberRead> {
+    plan.providers
+        .iter()
+        .filter_map(|p| member(pass, p))
+        .collect()
+}
+
 fn member<'a>(pass: &'a PassRead, cluster: &str) -> Option<&'a MemberRead> {
     pass.members.iter().find(|m| m.cluster == cluster)
 }
