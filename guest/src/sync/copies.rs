@@ -102,8 +102,7 @@ pub(super) fn copies(
                     desired.push(copy.name.clone());
                     // A copy already held as it must be is not written again (a resync then
                     // costs one list per member, not an apply per copy).
-                    let holds = held.iter().find(|h| h.name == copy.name);
-                    if !holds.is_some_and(|h| holds_copy(h, &copy, source)) {
+                    if !held.iter().any(|h| holds_copy(h, &copy, source)) {
                         decision.copies.push(SliceWrite {
                             cluster: m.cluster.clone(),
                             slice: filter::apply(copy, source.clone()),
@@ -120,16 +119,18 @@ pub(super) fn copies(
 /// Whether `held`, as read from a cluster, is the copy `copy` describes of `source` as it reads
 /// back once written (`filter::apply`): maps (labels, annotations, an endpoint's
 /// `deprecatedTopology`) compare as maps, in any order. Compared in place: a resync compares
-/// every copy of every member, and nothing is copied to do it.
+/// every copy of every member, and nothing is copied to do it. The name and namespace are
+/// compared first, so a scan of what a member holds costs little.
 pub fn holds_copy(held: &EndpointSlice, copy: &SliceCopy, source: &EndpointSlice) -> bool {
+    if held.name != copy.name || held.namespace != source.namespace {
+        return false;
+    }
     let ports: Vec<&EndpointPort> = copy
         .ports
         .iter()
         .filter_map(|&i| source.ports.get(i as usize))
         .collect();
-    held.name == copy.name
-        && held.namespace == source.namespace
-        && held.address_type == source.address_type
+    held.address_type == source.address_type
         && same_map(&held.labels, &copy.labels)
         && same_map(&held.annotations, &copy.annotations)
         && held.ports.iter().eq(ports)

@@ -48,10 +48,7 @@ pub async fn reconcile(
     let object = object_name(mcs);
     let uid = mcs.metadata.uid.clone().unwrap_or_else(|| object.clone());
     let (pass, snapshot) = snapshot::read(ctx, mcs, &uid, ready).await?;
-    let decision = ctx
-        .decider
-        .decide(&object, pass, ctx.stale_timeout)
-        .await?;
+    let decision = ctx.decider.decide(&object, pass, ctx.stale_timeout).await?;
     log_unknown(&object, &decision);
     remember_ingress(ctx, &uid, &decision);
     let hub = &ctx.registry.hub.client;
