@@ -9,7 +9,7 @@ use crate::field::aggregate;
 use crate::filter::{
     DISPATCH_MANAGER, MANAGED_BY_LABEL, PROVISION_CLUSTER_ANNOTATION, SERVICE_NAME_LABEL,
 };
-use crate::sync::FINALIZER;
+use crate::sync::holds_finalizer;
 use crate::validate::{
     CROSS_CLUSTER, KARMADA_COMPATIBLE, LOAD_BALANCER, NOTHING_KNOWN, validate_mcs,
 };
@@ -31,8 +31,7 @@ pub fn plan_of(mcs: &Mcs, registered: &[String]) -> SyncPlan {
     let acts = invalid.is_none() && !deleting;
     // An MCS that syncs, is invalid (its copies stay), or holds our finalizer (its passes
     // withdraw its copies) looks after its copies itself.
-    let finalized = mcs.meta.finalizers.iter().any(|f| f == FINALIZER);
-    let sweepable = !(cross_cluster && acts) && invalid.is_none() && !finalized;
+    let sweepable = !(cross_cluster && acts) && invalid.is_none() && !holds_finalizer(mcs);
     let (providers, unknown_providers) = select(&mcs.spec.provider_clusters, registered);
     let (consumers, unknown_consumers) = select(&mcs.spec.consumer_clusters, registered);
     SyncPlan {

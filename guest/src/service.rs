@@ -31,32 +31,42 @@ pub const CREATED_BY: &str = "mcs-policy";
 
 /// The decision for a member holding `existing` (`None`: no such Service) given `template`.
 pub fn service(template: &str, existing: Option<&str>) -> Result<ServiceAction, String> {
-    let template = decode(template, "template")?;
+    service_for(&decode_template(template)?, existing)
+}
+
+/// The hub's Service (JSON text) decoded, or why it is not a `v1` Service.
+pub fn decode_template(template: &str) -> Result<Map<String, Value>, String> {
+    decode(template, "template")
+}
+
+/// [`service`] with the template already decoded ([`decode_template`]): a sync pass decides
+/// every member's Service from one template.
+pub fn service_for(
+    template: &Map<String, Value>,
+    existing: Option<&str>,
+) -> Result<ServiceAction, String> {
     let Some(existing) = existing else {
-        return Ok(ServiceAction::Create(member_copy(&template).to_string()));
+        return Ok(ServiceAction::Create(member_copy(template).to_string()));
     };
     let existing = decode(existing, "existing service")?;
-    if !differs(&template, &existing) {
+    if !differs(template, &existing) {
         return Ok(ServiceAction::Unchanged);
     }
-    if is_headless(&template) == is_headless(&existing) {
+    if is_headless(template) == is_headless(&existing) {
         return Ok(ServiceAction::Replace(
-            updated(&template, &existing).to_string(),
+            updated(template, &existing).to_string(),
         ));
     }
     if created_by_us(&existing) {
-        return Ok(ServiceAction::Recreate(member_copy(&template).to_string()));
+        return Ok(ServiceAction::Recreate(member_copy(template).to_string()));
     }
-    Ok(ServiceAction::Conflict(headlessness_conflict(&template)))
+    Ok(ServiceAction::Conflict(headlessness_conflict(template)))
 }
 
-/// The ports of a Service (JSON text) as the endpoint filter takes them: `spec.ports[]`'s
-/// `name` (empty when absent) and `port`; none when the text is not a Service.
-pub fn service_ports(service: &str) -> Vec<ServicePort> {
-    let Ok(service) = decode(service, "template") else {
-        return Vec::new();
-    };
-    object(&service, "spec")
+/// The ports of a decoded Service as the endpoint filter takes them: `spec.ports[]`'s `name`
+/// (empty when absent) and `port`.
+pub fn service_ports(service: &Map<String, Value>) -> Vec<ServicePort> {
+    object(service, "spec")
         .map(|spec| {
             ports(spec)
                 .into_iter()

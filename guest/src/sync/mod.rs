@@ -27,7 +27,9 @@ mod copies;
 mod load_balancer;
 pub mod status;
 
-use crate::decode::decode_mcs;
+use serde_json::{Map, Value};
+
+use crate::decode::{Mcs, decode_mcs};
 use crate::plan::{plan_of, prune};
 use crate::service;
 use crate::{
@@ -43,12 +45,17 @@ use load_balancer::load_balancer;
 /// The finalizer that keeps a syncing MCS until its copies are withdrawn.
 pub const FINALIZER: &str = "networking.karmada.io/mcs-policy-sync";
 
+/// Whether the MCS holds the sync controller's finalizer.
+pub fn holds_finalizer(mcs: &Mcs) -> bool {
+    mcs.meta.finalizers.iter().any(|f| f == FINALIZER)
+}
+
 /// See WIT `decide`.
 pub fn decide(pass: &PassRead, settings: &SyncSettings) -> Result<PassDecision, String> {
     let mcs = decode_mcs(&pass.mcs)?;
     let registered: Vec<String> = pass.members.iter().map(|m| m.cluster.clone()).collect();
     let plan = plan_of(&mcs, &registered);
-    let finalized = mcs.meta.finalizers.iter().any(|f| f == FINALIZER);
+    let finalized = holds_finalizer(&mcs);
     let mut decision = Decision::new(&plan);
     if plan.deleting || !(plan.active || plan.load_balancer) {
         match (&plan.invalid, plan.deleting) {
@@ -225,24 +232,29 @@ fn withdraw(decision: &mut Decision, mcs: &McsRef, pass: &PassRead, finalized: b
     }
 }
 
-/// The hub's Service of the MCS.
-struct Template<'a> {
-    json: &'a str,
+/// The hub's Service of the MCS, decoded once for every member (or why it does not decode,
+/// which each member's Service decision reports) and its ports.
+struct Template {
+    decoded: Result<Map<String, Value>, String>,
     ports: Vec<ServicePort>,
 }
 
-impl<'a> Template<'a> {
+impl Template {
     /// The template, or `None` with the failure recorded (a missing one is not retried).
     fn read(
         plan: &SyncPlan,
-        read: &'a Result<Option<String>, String>,
+        read: &Result<Option<String>, String>,
         decision: &mut Decision,
     ) -> Option<Self> {
         match read {
-            Ok(Some(json)) => Some(Template {
-                json,
-                ports: service::service_ports(json),
-            }),
+            Ok(Some(json)) => {
+                let decoded = service::decode_template(json);
+                let ports = decoded
+                    .as_ref()
+                    .map(service::service_ports)
+                    .unwrap_or_default();
+                Some(Template { decoded, ports })
+            }
             Ok(None) => {
                 decision.status.template_missing = true;
                 let (ns, name) = (&plan.mcs.namespace, &plan.mcs.name);
@@ -264,7 +276,7 @@ impl<'a> Template<'a> {
 fn services(
     plan: &SyncPlan,
     pass: &PassRead,
-    template: Option<&Template<'_>>,
+    template: Option<&Template>,
     decision: &mut Decision,
 ) {
     let Some(template) = template else { return };
@@ -284,7 +296,11 @@ fn services(
                 continue;
             }
         };
-        match service::service(template.json, existing) {
+        let action = match &template.decoded {
+            Ok(decoded) => service::service_for(decoded, existing),
+            Err(why) => Err(why.clone()),
+        };
+        match action {
             Ok(ServiceAction::Unchanged) => {}
             Ok(ServiceAction::Conflict(why)) => {
                 let message = format!("service {ns}/{name} in cluster {cluster}: {why}");
