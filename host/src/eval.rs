@@ -339,7 +339,7 @@ pub fn load_balancer_input(
             input: input.to_string(),
             reason: e.to_string(),
         })?;
-    let wit = |list: Vec<LoadBalancerIngress>| list.iter().map(convert::ingress_to_wit).collect();
+    let wit = |list: Vec<LoadBalancerIngress>| ingress_list(&list);
     let providers = parsed
         .providers
         .into_iter()
@@ -356,14 +356,20 @@ pub fn load_balancer_input(
 }
 
 /// A `load-balancer-status` answer as `eval load-balancer` prints it.
+/// Load balancer entries as Kubernetes JSON gives them, as the component's records.
+fn ingress_list(list: &[LoadBalancerIngress]) -> Vec<WitIngress> {
+    list.iter().map(convert::ingress_to_wit).collect()
+}
+
+/// The component's load balancer entries as Kubernetes JSON.
+fn ingress_json(list: Vec<WitIngress>) -> serde_json::Value {
+    let list: Vec<LoadBalancerIngress> = list.into_iter().map(convert::ingress_from_wit).collect();
+    serde_json::json!(list)
+}
+
 pub fn load_balancer_answer(report: LoadBalancerReport) -> serde_json::Value {
-    let ingress: Vec<LoadBalancerIngress> = report
-        .ingress
-        .into_iter()
-        .map(convert::ingress_from_wit)
-        .collect();
     serde_json::json!({
-        "ingress": ingress,
+        "ingress": ingress_json(report.ingress),
         "changed": report.changed,
         "complete": report.complete,
         "reason": report.reason,

@@ -4,8 +4,6 @@ use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind, ListParams};
 use kube::{Api, Client};
 
-use crate::engine::{convert, types};
-
 /// Label that ties an EndpointSlice to its Service (and so to the MCS of the same name).
 pub const SERVICE_NAME_LABEL: &str = "kubernetes.io/service-name";
 /// `endpointslice.kubernetes.io/managed-by`.
@@ -114,17 +112,6 @@ pub async fn list_copies(client: &Client, cluster: &str) -> Result<Vec<EndpointS
             source: Box::new(source),
         })?;
     Ok(list.items)
-}
-
-/// The EndpointSlices of Service `namespace/service` in `cluster`, as WIT records.
-pub async fn list_slices(
-    client: &Client,
-    cluster: &str,
-    namespace: &str,
-    service: &str,
-) -> Result<Vec<types::EndpointSlice>, ReadError> {
-    let objects = list_slice_objects(client, cluster, namespace, service).await?;
-    Ok(objects.iter().map(convert::slice_to_wit).collect())
 }
 
 /// The EndpointSlices of Service `namespace/service` in `cluster`, as Kubernetes objects.

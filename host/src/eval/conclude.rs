@@ -5,13 +5,13 @@ use k8s_openapi::api::core::v1::LoadBalancerIngress;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{EvalError, read_json};
+use super::{EvalError, ingress_list, read_json};
 use crate::engine::PolicyEngine;
 use crate::engine::types::{
     EventNote, LoadBalancerReport, Reported, StatusBasis, StatusNow, StatusUpdate, WriteFailures,
 };
 
-use super::decide::{ingress_list, text};
+use super::decide::text;
 
 /// The input of `eval conclude` (the `input` of a `tests/fixtures/conclude` case).
 #[derive(Deserialize)]

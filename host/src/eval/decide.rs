@@ -12,7 +12,10 @@ use k8s_openapi::api::discovery::v1::EndpointSlice as KubeSlice;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{EvalError, load_balancer_answer, read_json, service_answer, slice_json};
+use super::{
+    EvalError, ingress_json, ingress_list, load_balancer_answer, read_json, service_answer,
+    slice_json,
+};
 use crate::engine::types::{
     FinalizerChange, MemberObjects, MemberRead, MemberState, PassDecision, PassRead, ReadFailure,
     StatusBasis, SyncPlan, SyncSettings,
@@ -46,17 +49,6 @@ pub(super) fn text(value: Value) -> String {
         Value::String(s) => s,
         other => other.to_string(),
     }
-}
-
-pub(super) fn ingress_list(
-    list: &[LoadBalancerIngress],
-) -> Vec<crate::engine::types::LoadBalancerIngress> {
-    list.iter().map(convert::ingress_to_wit).collect()
-}
-
-pub(super) fn ingress_json(list: Vec<crate::engine::types::LoadBalancerIngress>) -> Value {
-    let list: Vec<LoadBalancerIngress> = list.into_iter().map(convert::ingress_from_wit).collect();
-    json!(list)
 }
 
 /// The input of `eval decide` (the `input` of a `tests/fixtures/decide` case).
