@@ -4,8 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::{Map, Value};
-
+use crate::json::{self, Json, Object};
 use crate::schema::{MCS_SCHEMA, check};
 use crate::time::Timestamp;
 
@@ -88,7 +87,7 @@ pub fn decode_mcs(raw: &str) -> Result<Mcs, String> {
     if raw.trim().is_empty() {
         return Err("there is no content to decode".to_string());
     }
-    let value: Value = serde_json::from_str(raw).map_err(|e| e.to_string())?;
+    let value = json::parse(raw).map_err(|e| e.to_string())?;
     let decoded = type_meta(&value, raw).and_then(|obj| {
         check(&value, &MCS_SCHEMA)?;
         Ok(extract(obj))
@@ -100,7 +99,7 @@ pub fn decode_mcs(raw: &str) -> Result<Mcs, String> {
 /// Lets go of a parsed document. In the component nothing is ever freed (`bump.rs`) and the
 /// instance ends with the call, so dropping the tree would only walk it (about a tenth of a
 /// validate call); natively it is dropped as usual.
-fn discard(value: Value) {
+fn discard(value: Json<'_>) {
     #[cfg(target_arch = "wasm32")]
     std::mem::forget(value);
     #[cfg(not(target_arch = "wasm32"))]
@@ -108,11 +107,11 @@ fn discard(value: Value) {
 }
 
 /// The apiVersion/kind check the Kubernetes deserializer makes before decoding.
-fn type_meta<'a>(value: &'a Value, raw: &str) -> Result<&'a Map<String, Value>, String> {
+fn type_meta<'v, 'a>(value: &'v Json<'a>, raw: &str) -> Result<&'v Object<'a>, String> {
     let Some(obj) = value.as_object() else {
         return Err(format!(
             "couldn't get version/kind; json parse error: json: cannot unmarshal {} into Go value of type struct {{ APIVersion string \"json:\\\"apiVersion,omitempty\\\"\"; Kind string \"json:\\\"kind,omitempty\\\"\" }}",
-            crate::schema::json_kind(value)
+            value.kind()
         ));
     };
     let api_version = type_meta_field(obj, "apiVersion")?;
@@ -140,13 +139,13 @@ fn type_meta<'a>(value: &'a Value, raw: &str) -> Result<&'a Map<String, Value>, 
     Ok(obj)
 }
 
-fn type_meta_field<'a>(obj: &'a Map<String, Value>, key: &str) -> Result<&'a str, String> {
+fn type_meta_field<'v>(obj: &'v Object<'_>, key: &str) -> Result<&'v str, String> {
     match obj.get(key) {
-        None | Some(Value::Null) => Ok(""),
-        Some(Value::String(s)) => Ok(s),
+        None | Some(Json::Null) => Ok(""),
+        Some(Json::String(s)) => Ok(s),
         Some(other) => Err(format!(
             "couldn't get version/kind; json parse error: json: cannot unmarshal {} into Go struct field .{key} of type string",
-            crate::schema::json_kind(other)
+            other.kind()
         )),
     }
 }
@@ -175,10 +174,10 @@ fn quote_raw(raw: &str) -> String {
 
 // ---- extraction: the schema check has passed, so every field has the right JSON type ----
 
-fn extract(obj: &Map<String, Value>) -> Mcs {
-    let meta = obj.get("metadata").and_then(Value::as_object);
-    let spec = obj.get("spec").and_then(Value::as_object);
-    let status = obj.get("status").and_then(Value::as_object);
+fn extract(obj: &Object<'_>) -> Mcs {
+    let meta = obj.get("metadata").and_then(Json::as_object);
+    let spec = obj.get("spec").and_then(Json::as_object);
+    let status = obj.get("status").and_then(Json::as_object);
     Mcs {
         meta: meta.map(extract_meta).unwrap_or(ObjectMeta {
             absent: true,
@@ -188,7 +187,7 @@ fn extract(obj: &Map<String, Value>) -> Mcs {
         spec: spec.map(extract_spec).unwrap_or_default(),
         ingress: status
             .and_then(|s| s.get("loadBalancer"))
-            .and_then(Value::as_object)
+            .and_then(Json::as_object)
             .map(|lb| {
                 objects(lb, "ingress")
                     .map(|i| Ingress {
@@ -201,17 +200,17 @@ fn extract(obj: &Map<String, Value>) -> Mcs {
     }
 }
 
-fn extract_meta(m: &Map<String, Value>) -> ObjectMeta {
+fn extract_meta(m: &Object<'_>) -> ObjectMeta {
     ObjectMeta {
         name: string(m, "name"),
         generate_name: string(m, "generateName"),
         namespace: string(m, "namespace"),
         uid: string(m, "uid"),
         resource_version: string(m, "resourceVersion"),
-        generation: m.get("generation").and_then(Value::as_i64).unwrap_or(0),
+        generation: m.get("generation").and_then(Json::as_i64).unwrap_or(0),
         creation_timestamp: timestamp(m, "creationTimestamp"),
         deletion_timestamp: timestamp(m, "deletionTimestamp"),
-        deletion_grace_period_seconds: m.get("deletionGracePeriodSeconds").and_then(Value::as_i64),
+        deletion_grace_period_seconds: m.get("deletionGracePeriodSeconds").and_then(Json::as_i64),
         labels: string_map(m, "labels"),
         annotations: string_map(m, "annotations"),
         owner_references: objects(m, "ownerReferences")
@@ -220,8 +219,8 @@ fn extract_meta(m: &Map<String, Value>) -> ObjectMeta {
                 kind: string(r, "kind"),
                 name: string(r, "name"),
                 uid: string(r, "uid"),
-                controller: r.get("controller").and_then(Value::as_bool),
-                block_owner_deletion: r.get("blockOwnerDeletion").and_then(Value::as_bool),
+                controller: r.get("controller").and_then(Json::as_bool),
+                block_owner_deletion: r.get("blockOwnerDeletion").and_then(Json::as_bool),
             })
             .collect(),
         finalizers: strings(m, "finalizers"),
@@ -232,11 +231,11 @@ fn extract_meta(m: &Map<String, Value>) -> ObjectMeta {
             })
             .collect(),
         absent: false,
-        labels_absent: m.get("labels").is_none_or(Value::is_null),
+        labels_absent: m.get("labels").is_none_or(Json::is_null),
     }
 }
 
-fn extract_spec(s: &Map<String, Value>) -> Spec {
+fn extract_spec(s: &Object<'_>) -> Spec {
     let cluster_names =
         |key: &str| -> Vec<String> { objects(s, key).map(|c| string(c, "name")).collect() };
     Spec {
@@ -249,7 +248,7 @@ fn extract_spec(s: &Map<String, Value>) -> Spec {
                 name: string(p, "name"),
                 port: p
                     .get("port")
-                    .and_then(Value::as_i64)
+                    .and_then(Json::as_i64)
                     .and_then(|n| i32::try_from(n).ok())
                     .unwrap_or(0),
             })
@@ -259,16 +258,16 @@ fn extract_spec(s: &Map<String, Value>) -> Spec {
     }
 }
 
-fn string(m: &Map<String, Value>, key: &str) -> String {
+fn string(m: &Object<'_>, key: &str) -> String {
     m.get(key)
-        .and_then(Value::as_str)
+        .and_then(Json::as_str)
         .unwrap_or_default()
         .to_string()
 }
 
-fn strings(m: &Map<String, Value>, key: &str) -> Vec<String> {
+fn strings(m: &Object<'_>, key: &str) -> Vec<String> {
     m.get(key)
-        .and_then(Value::as_array)
+        .and_then(Json::as_array)
         .map(|a| {
             a.iter()
                 .map(|v| v.as_str().unwrap_or_default().to_string())
@@ -277,36 +276,31 @@ fn strings(m: &Map<String, Value>, key: &str) -> Vec<String> {
         .unwrap_or_default()
 }
 
-fn string_map(m: &Map<String, Value>, key: &str) -> BTreeMap<String, String> {
+fn string_map(m: &Object<'_>, key: &str) -> BTreeMap<String, String> {
     m.get(key)
-        .and_then(Value::as_object)
+        .and_then(Json::as_object)
         .map(|o| {
-            o.iter()
-                .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
+            // Collected in document order: a repeated key's last value wins.
+            o.entries()
+                .map(|(k, v)| (k.to_string(), v.as_str().unwrap_or_default().to_string()))
                 .collect()
         })
         .unwrap_or_default()
 }
 
-fn timestamp(m: &Map<String, Value>, key: &str) -> Option<Timestamp> {
+fn timestamp(m: &Object<'_>, key: &str) -> Option<Timestamp> {
     m.get(key)
-        .and_then(Value::as_str)
+        .and_then(Json::as_str)
         .and_then(|s| Timestamp::parse_rfc3339(s).ok())
 }
 
 /// The objects of a list field; `null` items decode to zero-valued structs in Go.
-fn objects<'a>(
-    m: &'a Map<String, Value>,
-    key: &str,
-) -> impl Iterator<Item = &'a Map<String, Value>> + 'a {
-    static EMPTY: std::sync::OnceLock<Map<String, Value>> = std::sync::OnceLock::new();
-    let empty = EMPTY.get_or_init(Map::new);
+fn objects<'v, 'a>(m: &'v Object<'a>, key: &str) -> impl Iterator<Item = &'v Object<'a>> {
     m.get(key)
-        .and_then(Value::as_array)
-        .map(|a| a.as_slice())
+        .and_then(Json::as_array)
         .unwrap_or_default()
         .iter()
-        .map(move |v| v.as_object().unwrap_or(empty))
+        .map(|v| v.as_object().unwrap_or(&json::EMPTY_OBJECT))
 }
 
 #[cfg(test)]
@@ -412,6 +406,26 @@ mod tests {
         assert_eq!(
             decode_mcs(&mcs(r#""metadata":{"labels":{"a":1}}"#)).unwrap_err(),
             "json: cannot unmarshal number into Go struct field ObjectMeta.metadata.labels of type string"
+        );
+    }
+
+    #[test]
+    fn a_repeated_key_counts_with_its_last_value_as_in_serde_json() {
+        assert!(decode_mcs(&mcs(r#""spec":{"ports":"x"},"spec":{}"#)).is_ok());
+        assert!(decode_mcs(&mcs(r#""metadata":{"labels":{"a":1,"a":"x"}}"#)).is_ok());
+        let m = decode_mcs(&mcs(
+            r#""metadata":{"name":"a","labels":{"k":"1","k":"2"},"name":"b"}"#,
+        ))
+        .unwrap();
+        assert_eq!(m.meta.name, "b");
+        assert_eq!(m.meta.labels.get("k").map(String::as_str), Some("2"));
+    }
+
+    #[test]
+    fn reports_the_first_bad_map_value_in_key_order() {
+        assert_eq!(
+            decode_mcs(&mcs(r#""metadata":{"labels":{"b":1,"a":true}}"#)).unwrap_err(),
+            "json: cannot unmarshal bool into Go struct field ObjectMeta.metadata.labels of type string"
         );
     }
 

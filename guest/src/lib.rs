@@ -20,6 +20,7 @@ pub mod defaults;
 pub mod field;
 pub mod filter;
 mod gofmt;
+pub mod json;
 mod meta;
 pub mod names;
 pub mod plan;

@@ -2,7 +2,7 @@
 //! produces the same error Go's `encoding/json` produces:
 //! `json: cannot unmarshal <json type> into Go struct field <Struct>.<path> of type <go type>`.
 
-use serde_json::Value;
+use crate::json::Json;
 
 use crate::time::Timestamp;
 
@@ -170,20 +170,8 @@ pub const MCS_SCHEMA: Ty = Ty::Struct(
     ],
 );
 
-/// The word Go uses for a JSON value's type in unmarshal errors.
-pub fn json_kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "bool",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    }
-}
-
 /// Checks `value` against `ty`; the error is Go's message for the first mismatch.
-pub fn check(value: &Value, ty: &Ty) -> Result<(), String> {
+pub fn check(value: &Json<'_>, ty: &Ty) -> Result<(), String> {
     check_at(value, ty, &Where::Root)
 }
 
@@ -232,44 +220,53 @@ impl Where<'_> {
     }
 }
 
-fn check_at(value: &Value, ty: &Ty, at: &Where<'_>) -> Result<(), String> {
+fn check_at(value: &Json<'_>, ty: &Ty, at: &Where<'_>) -> Result<(), String> {
     if value.is_null() {
         return Ok(());
     }
     match ty {
         Ty::Any => Ok(()),
         Ty::Str(name) => match value {
-            Value::String(_) => Ok(()),
-            other => Err(at.mismatch(json_kind(other), name)),
+            Json::String(_) => Ok(()),
+            other => Err(at.mismatch(other.kind(), name)),
         },
         Ty::Bool => match value {
-            Value::Bool(_) => Ok(()),
-            other => Err(at.mismatch(json_kind(other), "bool")),
+            Json::Bool(_) => Ok(()),
+            other => Err(at.mismatch(other.kind(), "bool")),
         },
         Ty::Int(name, bits) => check_int(value, name, *bits, at),
         Ty::Time => check_time(value),
         Ty::List(name, item) => match value {
-            Value::Array(items) => items.iter().try_for_each(|v| check_at(v, item, at)),
-            other => Err(at.mismatch(json_kind(other), name)),
+            Json::Array(items) => items.iter().try_for_each(|v| check_at(v, item, at)),
+            other => Err(at.mismatch(other.kind(), name)),
         },
         Ty::Map(name, item) => match value {
-            Value::Object(entries) => entries.values().try_for_each(|v| check_at(v, item, at)),
-            other => Err(at.mismatch(json_kind(other), name)),
+            // In key order, each key's last value; but only sorted when something is wrong.
+            Json::Object(entries) => entries
+                .entries()
+                .try_for_each(|(_, v)| check_at(v, item, at))
+                .or_else(|_| {
+                    entries
+                        .sorted()
+                        .values()
+                        .try_for_each(|v| check_at(v, item, at))
+                }),
+            other => Err(at.mismatch(other.kind(), name)),
         },
         Ty::Struct(name, fields) => match value {
-            Value::Object(entries) => fields.iter().try_for_each(|(key, fty)| {
+            Json::Object(entries) => fields.iter().try_for_each(|(key, fty)| {
                 entries
-                    .get(*key)
+                    .get(key)
                     .map_or(Ok(()), |v| check_at(v, fty, &at.field(name, key)))
             }),
-            other => Err(at.mismatch(json_kind(other), name)),
+            other => Err(at.mismatch(other.kind(), name)),
         },
     }
 }
 
-fn check_int(value: &Value, name: &str, bits: u32, at: &Where<'_>) -> Result<(), String> {
-    let Value::Number(n) = value else {
-        return Err(at.mismatch(json_kind(value), name));
+fn check_int(value: &Json<'_>, name: &str, bits: u32, at: &Where<'_>) -> Result<(), String> {
+    let Json::Number(n) = value else {
+        return Err(at.mismatch(value.kind(), name));
     };
     let fits = n.as_i64().is_some_and(|i| {
         let max = (1i128 << (bits - 1)) - 1;
@@ -283,12 +280,12 @@ fn check_int(value: &Value, name: &str, bits: u32, at: &Where<'_>) -> Result<(),
     }
 }
 
-fn check_time(value: &Value) -> Result<(), String> {
+fn check_time(value: &Json<'_>) -> Result<(), String> {
     match value {
-        Value::String(s) => Timestamp::parse_rfc3339(s).map(|_| ()),
+        Json::String(s) => Timestamp::parse_rfc3339(s).map(|_| ()),
         other => Err(format!(
             "json: cannot unmarshal {} into Go value of type string",
-            json_kind(other)
+            other.kind()
         )),
     }
 }
