@@ -16,9 +16,13 @@ use wasmtime::component::{
     TypedFunc,
 };
 use wasmtime::{
-    Config, Enabled, Engine, InstanceAllocationStrategy, OptLevel, PoolingAllocationConfig, Store,
-    Trap,
+    Config, Enabled, Engine, InstanceAllocationStrategy, OptLevel, PoolingAllocationConfig,
+    ProfilingStrategy, Store, Trap,
 };
+
+/// Set to `1` to have wasmtime write `/tmp/perf-PID.map`, so that `perf report` names the
+/// component's own functions instead of showing bare JIT addresses (BENCHMARKS.md profiles).
+pub const PERFMAP_ENV: &str = "MCS_POLICY_WASM_PERFMAP";
 
 use super::EngineOptions;
 use super::cache::ArtefactCache;
@@ -287,6 +291,9 @@ impl Runtime {
             .table_keep_resident(64 << 10);
         let mut config = Config::new();
         pool.pagemap_scan(Enabled::Auto);
+        if std::env::var(PERFMAP_ENV).is_ok_and(|v| v == "1") {
+            config.profiler(ProfilingStrategy::PerfMap);
+        }
         config
             .cranelift_opt_level(OptLevel::Speed)
             .epoch_interruption(true)
