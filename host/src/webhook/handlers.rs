@@ -16,7 +16,6 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use axum::Json;
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{StatusCode, Uri, header};
@@ -80,11 +79,7 @@ async fn admit(state: AppState, hook: Hook, uri: Uri, body: Bytes) -> Response {
         Err(err) => {
             state.metrics.request(path, "bad_request");
             tracing::info!(path, error = %err, "refused a request that is not an AdmissionReview");
-            return (
-                StatusCode::BAD_REQUEST,
-                Json(review::bad_request_response(&err)),
-            )
-                .into_response();
+            return json_response(StatusCode::BAD_REQUEST, &review::bad_request_response(&err));
         }
     };
     let inline = body.len() <= INLINE_MAX_BODY;
@@ -108,7 +103,18 @@ async fn admit(state: AppState, hook: Hook, uri: Uri, body: Bytes) -> Response {
             "admission answered"
         );
     }
-    Json(out).into_response()
+    json_response(StatusCode::OK, &out)
+}
+
+/// A JSON response with `body` serialized once into a buffer of the right size (axum's `Json`
+/// starts at 128 bytes and grows).
+fn json_response(status: StatusCode, body: &ReviewOut) -> Response {
+    (
+        status,
+        [(header::CONTENT_TYPE, "application/json")],
+        body.to_json(),
+    )
+        .into_response()
 }
 
 async fn evaluate(

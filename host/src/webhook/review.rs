@@ -69,8 +69,14 @@ pub struct Review {
 
 /// Parses an AdmissionReview from JSON bytes.
 pub fn parse_review(body: &[u8]) -> Result<Review, ReviewError> {
-    let review: ReviewIn<'_> =
-        serde_json::from_slice(body).map_err(|e| ReviewError::Json(e.to_string()))?;
+    // UTF-8 checked once for the whole body, so the parser does not check every string (and
+    // the object) again; invalid UTF-8 is reported by serde_json's own reader, with its
+    // position.
+    let parsed = match std::str::from_utf8(body) {
+        Ok(text) => serde_json::from_str::<ReviewIn<'_>>(text),
+        Err(_) => serde_json::from_slice::<ReviewIn<'_>>(body),
+    };
+    let review = parsed.map_err(|e| ReviewError::Json(e.to_string()))?;
     if !API_VERSIONS.contains(&review.api_version.as_str()) {
         return Err(ReviewError::ApiVersion(review.api_version));
     }
@@ -142,6 +148,18 @@ pub struct ReviewOut {
 }
 
 impl ReviewOut {
+    /// The response body: JSON written once into a buffer sized for it.
+    pub fn to_json(&self) -> Vec<u8> {
+        let response = &self.response;
+        let size = 256
+            + response.status.message.len()
+            + response.patch.as_ref().map_or(0, String::len)
+            + response.warnings.iter().map(String::len).sum::<usize>();
+        let mut body = Vec::with_capacity(size);
+        serde_json::to_writer(&mut body, self).expect("a ReviewOut always serializes");
+        body
+    }
+
     fn new(api_version: &str, response: Response) -> Self {
         ReviewOut {
             api_version: api_version.to_string(),
@@ -317,6 +335,28 @@ mod tests {
             parse_review(review_json("PATCH", "{}").as_bytes()),
             Err(ReviewError::Operation("PATCH".into()))
         );
+    }
+
+    #[test]
+    fn invalid_utf8_is_refused_with_serde_jsons_message_and_position() {
+        let mut body = review_json("CREATE", r#"{"a":"xx"}"#).into_bytes();
+        let at = body.iter().position(|b| *b == b'x').unwrap();
+        body[at] = 0xff;
+        let Err(ReviewError::Json(message)) = parse_review(&body) else {
+            panic!("invalid UTF-8 parsed");
+        };
+        assert!(
+            message.starts_with("invalid unicode code point at line 1 column"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn the_response_body_is_the_serialized_review() {
+        let r = parse_review(review_json("CREATE", "{}").as_bytes()).unwrap();
+        let out = validation_response(&r, Ok(vec!["careful".into()]));
+        let body: ReviewOut = serde_json::from_slice(&out.to_json()).unwrap();
+        assert_eq!(body, out);
     }
 
     #[test]
