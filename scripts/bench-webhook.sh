@@ -30,24 +30,14 @@ SOAK_SECONDS=${SOAK_SECONDS:-60}
 SOAK_SAMPLE=${SOAK_SAMPLE:-5}
 PORT=${PORT:-18443}
 
-if ! command -v wrk >/dev/null; then
-  apt-get update -qq && apt-get install -y -qq wrk
-fi
-if [ -n "${MCS_POLICY_BIN:-}" ]; then
-  bin=$MCS_POLICY_BIN
-else
-  cargo build --release -p mcs-policy --locked
-  bin=target/release/mcs-policy
-fi
+. scripts/webhook-common.sh
+need_tool wrk
+bin=$(server_binary)
 work=$(mktemp -d)
 declare -A pid port
 trap 'for p in "${pid[@]}"; do kill "$p" 2>/dev/null; done; rm -rf "$work"' EXIT
 
-python3 - "$work/review.json" <<'PY'
-import json, sys
-case = json.load(open("tests/fixtures/validate/rejects_duplicate_port_names.json"))
-json.dump(case["review"], open(sys.argv[1], "w"))
-PY
+write_review "$work/review.json"
 cat > "$work/post.lua" <<LUA
 local f = io.open("$work/review.json", "r")
 wrk.method = "POST"

@@ -20,26 +20,16 @@ REQUESTS=${1:-2000}
 ROUTE=${2:-/validate}
 PORT=${PORT:-19443}
 
-if ! command -v valgrind >/dev/null; then
-  apt-get update -qq && apt-get install -y -qq valgrind
-fi
-if [ -n "${MCS_POLICY_BIN:-}" ]; then
-  bin=$MCS_POLICY_BIN
-else
-  cargo build --release -p mcs-policy --locked
-  bin=target/release/mcs-policy
-fi
+. scripts/webhook-common.sh
+need_tool valgrind
+bin=$(server_binary)
 work=$(mktemp -d)
 out=${KEEP:-$work}
 mkdir -p "$out" target/profile-cache
 server=
 trap '[ -n "$server" ] && kill "$server" 2>/dev/null; rm -rf "$work"' EXIT
 
-python3 - "$work/review.json" <<'PY'
-import json, sys
-case = json.load(open("tests/fixtures/validate/rejects_duplicate_port_names.json"))
-json.dump(case["review"], open(sys.argv[1], "w"))
-PY
+write_review "$work/review.json"
 cat > "$work/client.py" <<'PY'
 import http.client, ssl, sys
 count, port, body, route = int(sys.argv[1]), int(sys.argv[2]), open(sys.argv[3], "rb").read(), sys.argv[4]
