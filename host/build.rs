@@ -3,8 +3,12 @@
 //! Runs a nested `cargo build -p guest --target wasm32-unknown-unknown --profile guest` into its
 //! own target directory (no lock contention with the outer build), after making sure the wasm
 //! target is installed (`rustup target add` when missing: a fresh clone needs no manual step).
-//! Set `MCS_POLICY_PREBUILT_COMPONENT=/path/to/policy.wasm` to embed a prebuilt component instead.
+//! The component's exports lose their `post-return` options on the way (build_post_return.rs).
+//! Set `MCS_POLICY_PREBUILT_COMPONENT=/path/to/policy.wasm` to embed a prebuilt component instead
+//! (as it is).
 
+#[path = "build_post_return.rs"]
+mod build_post_return;
 #[path = "build_wasm.rs"]
 mod build_wasm;
 
@@ -38,4 +42,8 @@ fn main() {
     }
 
     build_wasm::build_component(&root, "guest", "guest", &out);
+    let built = std::fs::read(&out).expect("reading the built component");
+    let rewritten = build_post_return::without_post_return(&built)
+        .unwrap_or_else(|e| panic!("{}: {e}", out.display()));
+    std::fs::write(&out, rewritten).expect("writing the component");
 }

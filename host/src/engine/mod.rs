@@ -285,3 +285,32 @@ fn read(path: &Path) -> Result<Vec<u8>, EngineError> {
         source,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The embedded component's exports carry no `post-return` (host/build_post_return.rs):
+    /// wasmtime would resolve each one at every instantiation for nothing.
+    #[test]
+    fn embedded_component_has_no_post_return() {
+        let mut lifts = 0;
+        for payload in wasmparser::Parser::new(0).parse_all(EMBEDDED_COMPONENT) {
+            let wasmparser::Payload::ComponentCanonicalSection(section) = payload.unwrap() else {
+                continue;
+            };
+            for func in section {
+                if let wasmparser::CanonicalFunction::Lift { options, .. } = func.unwrap() {
+                    lifts += 1;
+                    assert!(
+                        !options
+                            .iter()
+                            .any(|o| matches!(o, wasmparser::CanonicalOption::PostReturn(_))),
+                        "a lifted export still has post-return: {options:?}"
+                    );
+                }
+            }
+        }
+        assert_eq!(lifts, 10, "one lift per exported function");
+    }
+}
