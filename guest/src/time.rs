@@ -41,11 +41,15 @@ pub fn json_or_null(t: Option<Timestamp>) -> String {
     t.map_or_else(|| "null".to_string(), Timestamp::to_json)
 }
 
+/// The value of a run of ASCII digits (at most 9 here, so it never overflows); `None` when empty
+/// or when any byte is not a digit.
 fn digits(s: &[u8]) -> Option<i64> {
-    if s.is_empty() || !s.iter().all(u8::is_ascii_digit) {
+    if s.is_empty() {
         return None;
     }
-    std::str::from_utf8(s).ok()?.parse().ok()
+    s.iter().try_fold(0i64, |value, &c| {
+        c.is_ascii_digit().then(|| value * 10 + i64::from(c - b'0'))
+    })
 }
 
 fn parse(s: &str) -> Option<Timestamp> {
@@ -175,6 +179,10 @@ mod tests {
             "2023-02-29T00:00:00Z",
             "2024-01-01T00:00:00",
             "2024-01-01 00:00:00Z",
+            "+024-01-01T00:00:00Z",
+            "2024-0a-01T00:00:00Z",
+            "2024-01-01T00:00:00+0x:00",
+            "2024-01-01T00:00:00.Z",
         ] {
             assert!(Timestamp::parse_rfc3339(s).is_err(), "{s}");
         }
