@@ -26,7 +26,7 @@ fn run(args: Args) -> anyhow::Result<()> {
     let _ = rustls::crypto::ring::default_provider().install_default();
     match args.command {
         Command::Serve(serve) => {
-            mcs_policy::malloc::limit_arenas();
+            mcs_policy::malloc::tune();
             let runtime = tokio::runtime::Builder::new_multi_thread()
                 .enable_all()
                 .build()
@@ -35,7 +35,7 @@ fn run(args: Args) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Sync(sync) => {
-            mcs_policy::malloc::limit_arenas();
+            mcs_policy::malloc::tune();
             let runtime = tokio::runtime::Builder::new_multi_thread()
                 .enable_all()
                 .build()
