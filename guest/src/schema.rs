@@ -289,3 +289,29 @@ fn check_time(value: &Json<'_>) -> Result<(), String> {
         )),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_repeated_key_is_checked_by_its_last_value() {
+        let ok = crate::json::parse(r#"{"metadata":{"name":1,"name":"web"}}"#).unwrap();
+        assert_eq!(check(&ok, &MCS_SCHEMA), Ok(()));
+        let bad = crate::json::parse(r#"{"metadata":{"name":"web","name":1}}"#).unwrap();
+        assert_eq!(
+            check(&bad, &MCS_SCHEMA),
+            Err("json: cannot unmarshal number into Go struct field ObjectMeta.metadata.name of type string".to_string())
+        );
+    }
+
+    #[test]
+    fn fields_are_checked_in_the_structs_order() {
+        // Both wrong: the error names the field the Go struct declares first.
+        let both = crate::json::parse(r#"{"spec":{"ports":1,"types":2}}"#).unwrap();
+        assert_eq!(
+            check(&both, &MCS_SCHEMA),
+            Err("json: cannot unmarshal number into Go struct field MultiClusterServiceSpec.spec.types of type []v1alpha1.ExposureType".to_string())
+        );
+    }
+}
