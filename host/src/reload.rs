@@ -32,10 +32,77 @@ pub async fn watch_files(
             _ = &mut stop => return,
             _ = ticker.tick() => {}
         }
-        let now = fingerprint(&paths);
+        // Reading and hashing a component takes milliseconds: not on an async worker, where it
+        // would hold up the requests queued behind it.
+        let now = match tokio::task::spawn_blocking({
+            let paths = paths.clone();
+            move || fingerprint(&paths)
+        })
+        .await
+        {
+            Ok(now) => now,
+            Err(_) => continue,
+        };
         if now.is_some() && now != last {
             last = now;
             on_change();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+
+    async fn settle(fired: &AtomicUsize, want: usize) -> usize {
+        for _ in 0..100 {
+            if fired.load(Ordering::SeqCst) >= want {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        // A few more ticks, to see a second firing if there were one.
+        tokio::time::sleep(Duration::from_millis(60)).await;
+        fired.load(Ordering::SeqCst)
+    }
+
+    #[tokio::test]
+    async fn fires_once_per_change_of_contents() {
+        let dir = std::env::temp_dir().join(format!("mcs-policy-reload-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("watched");
+        std::fs::write(&file, "one").unwrap();
+        let fired = Arc::new(AtomicUsize::new(0));
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let watcher = tokio::spawn(watch_files(
+            vec![file.clone()],
+            Duration::from_millis(10),
+            {
+                let fired = Arc::clone(&fired);
+                move || {
+                    fired.fetch_add(1, Ordering::SeqCst);
+                }
+            },
+            async {
+                let _ = stopped.await;
+            },
+        ));
+
+        assert_eq!(settle(&fired, 0).await, 0, "nothing changed yet");
+        std::fs::write(&file, "two").unwrap();
+        assert_eq!(settle(&fired, 1).await, 1, "new contents fire once");
+        std::fs::write(&file, "two").unwrap();
+        assert_eq!(
+            settle(&fired, 2).await,
+            1,
+            "the same contents rewritten do not fire"
+        );
+
+        stop.send(()).unwrap();
+        watcher.await.unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
