@@ -76,7 +76,7 @@ callgrind_annotate --inclusive=yes "$profile" 2>/dev/null | awk -v n="$REQUESTS"
     stage("total", "PROGRAM TOTALS")
     stage("HTTP read and parse, TLS decrypt included (hyper)", "Conn<I,B,T>::poll_read_head ")
     stage("AdmissionReview parse (host)", "webhook::review::parse_review ")
-    stage("instance set-up (InstancePre::instantiate)", "InstancePre<T>::instantiate ")
+    stage("instance set-up (InstancePre::instantiate)", "engine::runtime::instantiate |InstancePre<T>::instantiate ")
     stage("the component call (lowering, guest code, lifting)", "TypedFunc<Params,Return>::call ")
     stage("instance reset (store drop)", "drop_in_place<wasmtime::runtime::store::StoreInner")
     stage("response body (JSON)", "webhook::review::ReviewOut::to_json |axum::json::Json<T> as axum_core::response::into_response::IntoResponse>::into_response")
