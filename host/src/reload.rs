@@ -69,6 +69,14 @@ mod tests {
         fired.load(Ordering::SeqCst)
     }
 
+    /// Replaces the file's contents at once, as a Kubernetes volume update does (a plain
+    /// `fs::write` truncates first, and a tick may see the empty file in between).
+    fn replace(file: &std::path::Path, contents: &str) {
+        let next = file.with_extension("next");
+        std::fs::write(&next, contents).unwrap();
+        std::fs::rename(&next, file).unwrap();
+    }
+
     #[tokio::test]
     async fn fires_once_per_change_of_contents() {
         let dir = std::env::temp_dir().join(format!("mcs-policy-reload-{}", std::process::id()));
@@ -92,9 +100,9 @@ mod tests {
         ));
 
         assert_eq!(settle(&fired, 0).await, 0, "nothing changed yet");
-        std::fs::write(&file, "two").unwrap();
+        replace(&file, "two");
         assert_eq!(settle(&fired, 1).await, 1, "new contents fire once");
-        std::fs::write(&file, "two").unwrap();
+        replace(&file, "two");
         assert_eq!(
             settle(&fired, 2).await,
             1,
