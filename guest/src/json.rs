@@ -118,6 +118,12 @@ impl<'a> Object<'a> {
     }
 }
 
+/// Room for this many entries or items before the first growth. serde_json gives no size
+/// hint; a Kubernetes object's maps and lists are mostly this small, and in the component a
+/// vector that grows after its children were allocated is copied (the bump allocator only
+/// grows the most recent block in place).
+const FIRST_CAPACITY: usize = 8;
+
 /// The seed that parses any value; also the `Visitor` of that value.
 #[derive(Clone, Copy)]
 struct Parse;
@@ -175,7 +181,7 @@ impl<'de> Visitor<'de> for Parse {
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Json<'de>, A::Error> {
-        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0));
+        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(FIRST_CAPACITY));
         while let Some(item) = seq.next_element_seed(Parse)? {
             items.push(item);
         }
@@ -183,7 +189,7 @@ impl<'de> Visitor<'de> for Parse {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Json<'de>, A::Error> {
-        let mut entries = Vec::with_capacity(map.size_hint().unwrap_or(0));
+        let mut entries = Vec::with_capacity(map.size_hint().unwrap_or(FIRST_CAPACITY));
         while let Some(key) = map.next_key_seed(Key)? {
             entries.push((key, map.next_value_seed(Parse)?));
         }
