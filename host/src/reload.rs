@@ -15,6 +15,16 @@ fn fingerprint(paths: &[PathBuf]) -> Option<[u8; 32]> {
     Some(hasher.finalize().into())
 }
 
+/// `fingerprint` on a blocking thread: reading and hashing a component takes milliseconds,
+/// which on an async worker would hold up the requests queued behind it.
+async fn fingerprint_off_worker(paths: &[PathBuf]) -> Option<[u8; 32]> {
+    let paths = paths.to_vec();
+    tokio::task::spawn_blocking(move || fingerprint(&paths))
+        .await
+        .ok()
+        .flatten()
+}
+
 /// Polls `paths` every `interval` and calls `on_change` when their contents change, until
 /// `stop` resolves.
 pub async fn watch_files(
@@ -23,7 +33,7 @@ pub async fn watch_files(
     mut on_change: impl FnMut() + Send,
     stop: impl std::future::Future<Output = ()>,
 ) {
-    let mut last = fingerprint(&paths);
+    let mut last = fingerprint_off_worker(&paths).await;
     let mut ticker = tokio::time::interval(interval);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     tokio::pin!(stop);
@@ -32,17 +42,7 @@ pub async fn watch_files(
             _ = &mut stop => return,
             _ = ticker.tick() => {}
         }
-        // Reading and hashing a component takes milliseconds: not on an async worker, where it
-        // would hold up the requests queued behind it.
-        let now = match tokio::task::spawn_blocking({
-            let paths = paths.clone();
-            move || fingerprint(&paths)
-        })
-        .await
-        {
-            Ok(now) => now,
-            Err(_) => continue,
-        };
+        let now = fingerprint_off_worker(&paths).await;
         if now.is_some() && now != last {
             last = now;
             on_change();
