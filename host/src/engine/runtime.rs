@@ -20,10 +20,6 @@ use wasmtime::{
     ProfilingStrategy, Store, Trap,
 };
 
-/// Set to `1` to have wasmtime write `/tmp/perf-PID.map`, so that `perf report` names the
-/// component's own functions instead of showing bare JIT addresses (BENCHMARKS.md profiles).
-pub const PERFMAP_ENV: &str = "MCS_POLICY_WASM_PERFMAP";
-
 use super::EngineOptions;
 use super::cache::ArtefactCache;
 use super::epoch::EpochClock;
@@ -34,6 +30,10 @@ use super::types::{
     ServicePort, Settings, SliceCopy, SliceSummary, StatusBasis, StatusNow, StatusUpdate, SyncPlan,
     SyncSettings, WriteFailures,
 };
+
+/// Set to `1` to have wasmtime write `/tmp/perf-PID.map`, so that `perf report` names the
+/// component's own functions instead of showing bare JIT addresses (BENCHMARKS.md profiles).
+pub const PERFMAP_ENV: &str = "MCS_POLICY_WASM_PERFMAP";
 
 /// The exported interface (`wit/policy.wit`).
 const INTERFACE: &str = "karmada:mcs-policy/policy@0.1.0";
