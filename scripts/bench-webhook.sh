@@ -2,8 +2,9 @@
 # Load benchmark of the webhook server:
 #   scripts/bench-webhook.sh [seconds per run] [connections] [rounds]
 #
-# Starts the release server with a self-signed certificate and drives it with wrk (Debian
-# package, installed when missing) over TLS with keep-alive connections, alternating /healthz
+# Starts the release server as it ships (the profile-guided build of scripts/build-release.sh,
+# unless MCS_POLICY_BIN names a binary) with a self-signed certificate and drives it with wrk
+# (Debian package, installed when missing) over TLS with keep-alive connections, alternating /healthz
 # (the floor: TLS + HTTP, no policy) and /validate (the full path: parse, fresh wasm instance,
 # response) for a number of rounds. For every run it prints req/s, p50, p99, the server's CPU
 # per request (utime + stime from /proc/PID/stat over the run, divided by the requests wrk

@@ -35,6 +35,9 @@ cargo build --workspace --bins --examples --locked
 step "unit, doc and integration tests"
 cargo test --workspace --locked
 
+step "the shipped release build: profile-guided, checked against the fixtures (scripts/build-release.sh)"
+scripts/build-release.sh
+
 step "JavaScript host (jco) against mcs-policy eval"
 (
   cd tests/js

@@ -7,13 +7,14 @@ need_tool() {
   fi
 }
 
-# server_binary: MCS_POLICY_BIN when set, else a fresh release build; prints the path.
+# server_binary: MCS_POLICY_BIN when set, else the release binary as it ships (the
+# profile-guided build of scripts/build-release.sh); prints the path.
 server_binary() {
   if [ -n "${MCS_POLICY_BIN:-}" ]; then
     echo "$MCS_POLICY_BIN"
   else
-    cargo build --release -p mcs-policy --locked >&2
-    echo target/release/mcs-policy
+    scripts/build-release.sh target/pgo/mcs-policy >&2
+    echo target/pgo/mcs-policy
   fi
 }
 

@@ -693,13 +693,30 @@ fn the_dockerfile_builds_the_component_and_the_binary_then_runs_it_as_entrypoint
         build.contains("rustup target add wasm32-unknown-unknown"),
         "the builder adds the wasm target:\n{build}"
     );
-    let cargo = build
+    // The shipped binary is the profile-guided build of scripts/build-release.sh, whose builds
+    // are of the locked release of mcs-policy.
+    let release = build
         .split("&&")
-        .find(|c| c.contains("cargo build"))
-        .unwrap_or_else(|| panic!("the builder runs cargo build:\n{build}"));
-    for part in ["-p mcs-policy", "--release", "--locked"] {
+        .find(|c| c.contains("scripts/build-release.sh"))
+        .unwrap_or_else(|| panic!("the builder runs scripts/build-release.sh:\n{build}"));
+    let binary = release
+        .split_whitespace()
+        .last()
+        .filter(|b| b.starts_with('/'))
+        .unwrap_or_else(|| panic!("`{}` names where the binary goes", release.trim()));
+    let script = std::fs::read_to_string(workspace_root().join("scripts/build-release.sh"))
+        .expect("scripts/build-release.sh");
+    let cargo = script
+        .lines()
+        .find(|l| !l.starts_with('#') && l.contains("cargo build --release"))
+        .expect("scripts/build-release.sh runs cargo build --release");
+    for part in ["-p mcs-policy", "--locked"] {
         assert!(cargo.contains(part), "`{}` has {part}", cargo.trim());
     }
+    assert!(
+        script.contains("build \"-Cprofile-use="),
+        "scripts/build-release.sh builds with the profile"
+    );
 
     let runtime = stages.last().unwrap();
     assert!(
@@ -717,8 +734,8 @@ fn the_dockerfile_builds_the_component_and_the_binary_then_runs_it_as_entrypoint
     assert!(
         instr("COPY")
             .iter()
-            .any(|c| c.contains(&format!("--from={alias}"))),
-        "the runtime copies the binary from the {alias} stage"
+            .any(|c| c.contains(&format!("--from={alias} {binary} "))),
+        "the runtime copies {binary} from the {alias} stage"
     );
     let entrypoint = instr("ENTRYPOINT");
     assert_eq!(entrypoint.len(), 1, "one ENTRYPOINT in the final stage");
