@@ -4,14 +4,14 @@
 #
 # Starts the release server as it ships (the profile-guided build of scripts/build-release.sh,
 # unless MCS_POLICY_BIN names a binary) with a self-signed certificate and drives it with wrk
-# (Debian package, installed when missing) over TLS with keep-alive connections, alternating /healthz
-# (the floor: TLS + HTTP, no policy) and /validate (the full path: parse, fresh wasm instance,
-# response) for a number of rounds. For every run it prints req/s, p50, p99, the server's CPU
-# per request (utime + stime from /proc/PID/stat over the run, divided by the requests wrk
-# completed), its RSS and peak RSS, and the load average the run started under; then the
-# medians per server and path, and a long /validate run (the soak) sampling RSS. wrk and the
-# server share the machine's cores: on a busy machine every number moves, so read them with
-# the load average printed beside them.
+# (Debian package, installed when missing) over TLS with keep-alive connections, alternating
+# /healthz (the floor: TLS + HTTP, no policy) and /validate (the full path: parse, fresh wasm
+# instance, response) for a number of rounds. For every run it prints req/s, p50, p99, the
+# server's CPU per request (utime + stime from /proc/PID/stat over the run, divided by the
+# requests wrk completed), its RSS and peak RSS, and the load average the run started under; then
+# the medians per server and path, and a long /validate run (the soak) sampling RSS. wrk and the
+# server share the machine's cores: on a busy machine every number moves, so read them with the
+# load average printed beside them.
 #
 # With BASELINE_BIN set, a second server (that binary, e.g. one built from an older commit) is
 # started too and every round runs both, baseline first, so before and after come from the

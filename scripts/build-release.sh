@@ -13,8 +13,9 @@
 #
 # Why: a webhook request runs through hyper, rustls, tokio, serde_json and wasmtime, more code
 # than the CPU's instruction caches hold; laid out by the profile, the same request costs about a
-# quarter less CPU (BENCHMARKS.md, "Profile-guided build"). Two release builds: ~2x the time of
-# `cargo build --release`. The guest component is not affected (wasmtime compiles it at load).
+# third less server CPU (BENCHMARKS.md, "Webhook CPU per request"). Two release builds: ~2x the
+# time of `cargo build --release`. The guest component is not affected (wasmtime compiles it at
+# load).
 # `cargo build --release` / `cargo run --release` keep working as before, without the profile.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -42,10 +43,10 @@ build() {
 step "instrumented build (target/pgo/instrumented)"
 build "-Cprofile-generate=$root/profile/raw" instrumented
 
+workload() { cargo run -q -p tests --example pgo_workload --locked -- "$@"; }
+
 step "the workload, on the instrumented server"
-cargo build -p tests --example pgo_workload --locked
-workload=target/debug/examples/pgo_workload
-"$workload" --server "$root/instrumented/$host/release/mcs-policy"
+workload --server "$root/instrumented/$host/release/mcs-policy"
 
 step "merging the profile"
 "$profdata" merge -o "$root/profile/merged.profdata" "$root/profile/raw"
@@ -56,5 +57,5 @@ mkdir -p "$(dirname "$out")"
 cp "$root/optimized/$host/release/mcs-policy" "$out"
 
 step "checking the optimised binary against the fixtures"
-"$workload" --server "$out" --check --rounds 2
+workload --server "$out" --check --rounds 2
 echo "built $out"
