@@ -10,9 +10,11 @@
 //! that is not JSON. Then it stops the server with SIGTERM and waits for it to exit, which is
 //! when an instrumented binary writes its profile.
 //!
-//! With `--check`, every answer to a fixture that needs no policy or context file is checked
-//! against the fixture's `expect` (the same check as the fixture tests), and any mismatch fails
-//! the run: the binary built with the profile answers as the plain build does.
+//! With `--check`, every answer to a fixture of the server's policy (`karmada-compatible`, given
+//! explicitly) that needs no context file is checked against the fixture's `expect`: the fixture
+//! tests' `check_response` (allowed, code, reason, message, warnings) and, for mutate, whether
+//! there is a patch. Any mismatch fails the run: the binary built with the profile answers as the
+//! plain build does.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -25,6 +27,8 @@ use serde_json::Value;
 use tests::fixtures::{AdmissionCase, check_response, load};
 
 const IN_FLIGHT: usize = 8;
+/// The policy the server runs (the default of `serve`, named so the check does not assume it).
+const POLICY: &str = "karmada-compatible";
 
 struct Options {
     server: PathBuf,
@@ -130,7 +134,7 @@ async fn run(options: &Options) -> Result<String, String> {
 }
 
 /// Every validate and mutate fixture, on both names of its path; `expect` only where `check`
-/// is on and the fixture runs with the default policy and no context.
+/// is on and the fixture runs with the server's policy and no context.
 fn requests(check: bool) -> Vec<Request> {
     let mut requests = Vec::new();
     for (kind, paths) in [
@@ -138,7 +142,8 @@ fn requests(check: bool) -> Vec<Request> {
         ("mutate", ["/mutate", "/mutate-multiclusterservice"]),
     ] {
         for fixture in load::<AdmissionCase>(kind) {
-            let plain = fixture.case.policy.is_none() && fixture.case.context.is_none();
+            let plain = fixture.case.context.is_none()
+                && fixture.case.policy.as_deref().is_none_or(|p| p == POLICY);
             for path in paths {
                 requests.push(Request {
                     name: format!("{kind}/{} on {path}", fixture.name),
@@ -172,7 +177,7 @@ async fn drive(
                     .await
                     .map_err(|e| format!("{}: {e}", request.name))?;
                 if let Some(expect) = &request.expect {
-                    for problem in check_response(&response, expect) {
+                    for problem in check(&response, expect) {
                         problems.push(format!("{}: {problem}", request.name));
                     }
                 }
@@ -187,6 +192,18 @@ async fn drive(
     problems.sort();
     problems.dedup();
     Ok((total, problems))
+}
+
+/// The fixture tests' response check, plus whether a mutate answer carries a patch.
+fn check(response: &Value, expect: &Value) -> Vec<String> {
+    let mut problems = check_response(response, expect);
+    if let Some(want) = expect.get("patched").and_then(Value::as_bool) {
+        let got = response["response"].get("patch").is_some();
+        if got != want {
+            problems.push(format!("patched: got {got}, want {want}"));
+        }
+    }
+    problems
 }
 
 async fn post(client: &Client, url: &str, review: &Value) -> Result<Value, String> {
@@ -268,6 +285,7 @@ impl Server {
     fn start(binary: &Path, dir: &Path) -> Result<Server, String> {
         let mut child = Command::new(binary)
             .args(["serve", "--listen", "127.0.0.1:0", "--self-signed"])
+            .args(["--policy", POLICY])
             .arg("--self-signed-dir")
             .arg(dir)
             .env("RUST_LOG", "warn")
