@@ -16,7 +16,6 @@
 //! there is a patch. Any mismatch fails the run: the binary built with the profile answers as the
 //! plain build does.
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitCode, Stdio};
 use std::sync::Arc;
@@ -293,23 +292,11 @@ impl Server {
             .stderr(Stdio::inherit())
             .spawn()
             .map_err(|e| format!("starting {}: {e}", binary.display()))?;
-        let stdout = child.stdout.take().expect("piped stdout");
-        let mut lines = BufReader::new(stdout).lines();
-        let base = loop {
-            match lines.next() {
-                Some(Ok(line)) => {
-                    if let Some(url) = line.strip_prefix("listening on ") {
-                        break url.to_string();
-                    }
-                }
-                _ => {
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    return Err(format!("{} exited before listening", binary.display()));
-                }
-            }
+        let Some(base) = tests::listening_url(&mut child) else {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(format!("{} exited before listening", binary.display()));
         };
-        std::thread::spawn(move || for _ in lines {});
         Ok(Server {
             child: Some(child),
             base,

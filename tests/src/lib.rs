@@ -60,6 +60,20 @@ impl Drop for KillOnDrop {
     }
 }
 
+/// Reads `child`'s piped stdout up to its `listening on URL` line (what `mcs-policy serve`
+/// prints once it accepts connections) and returns the URL; `None` when stdout ends first. Keeps
+/// draining stdout afterwards, so the child never blocks on a full pipe.
+pub fn listening_url(child: &mut std::process::Child) -> Option<String> {
+    use std::io::{BufRead, BufReader};
+    let mut lines = BufReader::new(child.stdout.take()?).lines();
+    let url = lines
+        .by_ref()
+        .map_while(Result::ok)
+        .find_map(|line| line.strip_prefix("listening on ").map(str::to_string))?;
+    std::thread::spawn(move || for _ in lines {});
+    Some(url)
+}
+
 /// Starts a kube-sim on a free loopback port; returns it with its base URL.
 pub fn kube_sim(name: &str) -> (KillOnDrop, String) {
     kube_sim_with(name, &[])

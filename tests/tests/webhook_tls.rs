@@ -2,7 +2,6 @@
 //! HTTP/1.1 and h2, every path, bad input, certificate and component reloads, a hostile
 //! component, overload and graceful shutdown.
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -11,7 +10,7 @@ use base64::Engine as _;
 use reqwest::{Certificate, Client, StatusCode, Version};
 use serde_json::{Value, json};
 use tests::fixtures::{AdmissionCase, load};
-use tests::{HOSTILE_COMPONENT, binary};
+use tests::{HOSTILE_COMPONENT, binary, listening_url};
 
 /// A running `mcs-policy serve`, killed on drop.
 struct Server {
@@ -60,19 +59,7 @@ impl Server {
             .stderr(Stdio::inherit())
             .spawn()
             .expect("mcs-policy serve starts");
-        let stdout = child.stdout.take().unwrap();
-        let mut lines = BufReader::new(stdout).lines();
-        let base = loop {
-            let line = lines
-                .next()
-                .expect("server exited before listening")
-                .expect("reading server stdout");
-            if let Some(url) = line.strip_prefix("listening on ") {
-                break url.to_string();
-            }
-        };
-        // Keep draining stdout so the server never blocks on a full pipe.
-        std::thread::spawn(move || for _ in lines {});
+        let base = listening_url(&mut child).expect("server exited before listening");
         Server { child, base, dir }
     }
 
