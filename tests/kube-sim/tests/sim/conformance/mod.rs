@@ -125,6 +125,22 @@ async fn before_step(sim: &Sim, file: &str, step: usize) -> Result<(), String> {
             )
             .await
         }
+        // Not the recorder's doing: steps 7 and 8 change the Service's clusterIP to 10.0.0.250
+        // and expect "may not change once set". kube-sim picks the Service's own address at
+        // random from 10.0.0.0/24, as kube-apiserver does, and once in ~250 runs picked that
+        // very address, so the PUT changed nothing and was answered 200. Holding .250 for
+        // another Service keeps the replay deterministic.
+        ("04-service-replace", 1) => {
+            admin_request(
+                sim,
+                "POST",
+                "/api/v1/namespaces",
+                json!({"metadata": {"name": "rec-setup"}}),
+            )
+            .await?;
+            let hold = json!({"metadata": {"name": "hold-250"}, "spec": {"clusterIP": "10.0.0.250", "selector": {"app": "web"}, "ports": [{"name": "http", "port": 80, "targetPort": 8080}]}});
+            admin_request(sim, "POST", "/api/v1/namespaces/rec-setup/services", hold).await
+        }
         // "a ConfigMap was created in the namespace and the slices listed again".
         ("09-watch", 14) => {
             admin_request(
