@@ -33,7 +33,7 @@ PORT=${PORT:-18443}
 
 . scripts/webhook-common.sh
 need_tool wrk
-bin=$(server_binary)
+bin=$(server_binary shipped)
 work=$(mktemp -d)
 declare -A pid port
 trap 'for p in "${pid[@]}"; do kill "$p" 2>/dev/null; done; rm -rf "$work"' EXIT

@@ -3,12 +3,14 @@
 # noise, unlike wrk's numbers):
 #   scripts/profile-webhook.sh [requests] [path]
 #
-# Starts the release server under `valgrind --tool=callgrind` with instrumentation off, sends a
-# warm-up, then counts only while REQUESTS requests (default 2000) are sent one after another
-# over one keep-alive TLS connection (the denied validate of `rejects_duplicate_port_names`,
-# as in scripts/bench-webhook.sh), and prints the instructions per request: in total and for
-# the stages of BENCHMARKS.md's "Where the CPU goes". User space only: the kernel's share
-# (TCP, scheduling, the pooling allocator's page-table scan) needs `perf` under load.
+# Starts the release server (a plain `cargo build --release`: the profile-guided build that ships
+# inlines most of the functions that mark the stages, so only the total and two stages would show)
+# under `valgrind --tool=callgrind` with instrumentation off, sends a warm-up, then counts only
+# while REQUESTS requests (default 2000) are sent one after another over one keep-alive TLS
+# connection (the denied validate of `rejects_duplicate_port_names`, as in
+# scripts/bench-webhook.sh), and prints the instructions per request: in total and for the stages
+# of BENCHMARKS.md's "Where the CPU goes". User space only: the kernel's share (TCP, scheduling,
+# the pooling allocator's page-table scan) needs `perf` under load.
 #
 # `--max-concurrency 1`: valgrind cannot reserve the pooling allocator's default address space.
 # `--cache-dir`: compiling the component under valgrind takes minutes; later runs reuse it.
@@ -22,7 +24,7 @@ PORT=${PORT:-19443}
 
 . scripts/webhook-common.sh
 need_tool valgrind
-bin=$(server_binary)
+bin=$(server_binary plain)
 work=$(mktemp -d)
 out=${KEEP:-$work}
 mkdir -p "$out" target/profile-cache

@@ -7,14 +7,19 @@ need_tool() {
   fi
 }
 
-# server_binary: MCS_POLICY_BIN when set, else the release binary as it ships (the
-# profile-guided build of scripts/build-release.sh); prints the path.
+# server_binary shipped|plain: MCS_POLICY_BIN when set; else `shipped`, the release binary as
+# the image ships it (the profile-guided build of scripts/build-release.sh), or `plain`, a
+# `cargo build --release`, whose stage functions the profile-guided build inlines away; prints
+# the path.
 server_binary() {
   if [ -n "${MCS_POLICY_BIN:-}" ]; then
     echo "$MCS_POLICY_BIN"
-  else
+  elif [ "$1" = shipped ]; then
     scripts/build-release.sh target/pgo/mcs-policy >&2
     echo target/pgo/mcs-policy
+  else
+    cargo build --release -p mcs-policy --locked >&2
+    echo target/release/mcs-policy
   fi
 }
 
