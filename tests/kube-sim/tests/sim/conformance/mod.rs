@@ -104,43 +104,36 @@ fn sim_flags(file: &str) -> &'static [&'static str] {
     }
 }
 
+/// Creates namespace `rec-setup` and in it a Service `name` holding clusterIP `ip`.
+async fn hold_cluster_ip(sim: &Sim, name: &str, ip: &str) -> Result<(), String> {
+    admin_request(
+        sim,
+        "POST",
+        "/api/v1/namespaces",
+        json!({"metadata": {"name": "rec-setup"}}),
+    )
+    .await?;
+    let service = json!({"metadata": {"name": name}, "spec": {"clusterIP": ip, "selector": {"app": "web"}, "ports": [{"name": "http", "port": 80, "targetPort": 8080}]}});
+    admin_request(
+        sim,
+        "POST",
+        "/api/v1/namespaces/rec-setup/services",
+        service,
+    )
+    .await
+}
+
 /// What the recorder did between steps without recording it (each file's `unrecorded`).
 async fn before_step(sim: &Sim, file: &str, step: usize) -> Result<(), String> {
     match (file, step) {
         // "recorded first in a fresh cluster": the recorder's own Service exists already.
-        ("18-cluster-wide-list-watch", 0) => {
-            admin_request(
-                sim,
-                "POST",
-                "/api/v1/namespaces",
-                json!({"metadata": {"name": "rec-setup"}}),
-            )
-            .await?;
-            let reserve = json!({"metadata": {"name": "reserve"}, "spec": {"clusterIP": "10.0.0.200", "selector": {"app": "web"}, "ports": [{"name": "http", "port": 80, "targetPort": 8080}]}});
-            admin_request(
-                sim,
-                "POST",
-                "/api/v1/namespaces/rec-setup/services",
-                reserve,
-            )
-            .await
-        }
+        ("18-cluster-wide-list-watch", 0) => hold_cluster_ip(sim, "reserve", "10.0.0.200").await,
         // Not the recorder's doing: steps 7 and 8 change the Service's clusterIP to 10.0.0.250
         // and expect "may not change once set". kube-sim picks the Service's own address at
         // random from 10.0.0.0/24, as kube-apiserver does, and once in ~250 runs picked that
         // very address, so the PUT changed nothing and was answered 200. Holding .250 for
         // another Service keeps the replay deterministic.
-        ("04-service-replace", 1) => {
-            admin_request(
-                sim,
-                "POST",
-                "/api/v1/namespaces",
-                json!({"metadata": {"name": "rec-setup"}}),
-            )
-            .await?;
-            let hold = json!({"metadata": {"name": "hold-250"}, "spec": {"clusterIP": "10.0.0.250", "selector": {"app": "web"}, "ports": [{"name": "http", "port": 80, "targetPort": 8080}]}});
-            admin_request(sim, "POST", "/api/v1/namespaces/rec-setup/services", hold).await
-        }
+        ("04-service-replace", 1) => hold_cluster_ip(sim, "hold-250", "10.0.0.250").await,
         // "a ConfigMap was created in the namespace and the slices listed again".
         ("09-watch", 14) => {
             admin_request(
