@@ -4,7 +4,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use k8s_openapi::api::discovery::v1::EndpointSlice;
-use kube::api::{DeleteParams, DynamicObject, Patch, PatchParams};
+use kube::api::{DeleteParams, DynamicObject, Patch, PatchParams, Preconditions};
 use kube::{Api, Client};
 use serde_json::json;
 
@@ -41,14 +41,14 @@ pub enum ApplyError {
 }
 
 /// Server-side applies one copy made by `filter` into `cluster` (creating its namespace when
-/// the member lacks it); returns the resourceVersion the object has afterwards (unchanged
-/// when the copy was already there).
+/// the member lacks it); returns the object as the member holds it afterwards (its
+/// resourceVersion unchanged when the copy was already there).
 pub async fn apply_copy(
     client: &Client,
     cluster: &str,
     field_manager: &str,
     copy: types::EndpointSlice,
-) -> Result<Option<String>, ApplyError> {
+) -> Result<EndpointSlice, ApplyError> {
     let (namespace, name) = (copy.namespace.clone(), copy.name.clone());
     let api: Api<EndpointSlice> = Api::namespaced(client.clone(), &namespace);
     let object = convert::slice_from_wit(copy);
@@ -56,7 +56,6 @@ pub async fn apply_copy(
     let patch = Patch::Apply(&object);
     on_conflict(|| with_namespace(client, &namespace, || api.patch(&name, &params, &patch)))
         .await
-        .map(|applied| applied.metadata.resource_version)
         .map_err(|source| ApplyError::Apply {
             cluster: cluster.to_string(),
             namespace,
@@ -65,15 +64,26 @@ pub async fn apply_copy(
         })
 }
 
-/// Deletes `namespace/name` from `cluster`; already gone counts as done.
+/// Deletes `namespace/name` from `cluster` if it is still the object read (`uid`,
+/// `resource_version`: the server refuses with 409 an object re-created or changed since);
+/// already gone counts as done.
 pub async fn delete_slice(
     client: &Client,
     cluster: &str,
     namespace: &str,
     name: &str,
+    uid: Option<String>,
+    resource_version: Option<String>,
 ) -> Result<(), ApplyError> {
     let api: Api<EndpointSlice> = Api::namespaced(client.clone(), namespace);
-    match api.delete(name, &DeleteParams::default()).await {
+    let only_what_was_read = DeleteParams {
+        preconditions: Some(Preconditions {
+            uid,
+            resource_version,
+        }),
+        ..DeleteParams::default()
+    };
+    match api.delete(name, &only_what_was_read).await {
         Ok(_) => Ok(()),
         Err(kube::Error::Api(status)) if status.is_not_found() => Ok(()),
         Err(source) => Err(ApplyError::Delete {
@@ -88,12 +98,13 @@ pub async fn delete_slice(
 /// Adds (`present`) or removes the finalizer `finalizer` (named by the component), keeping the
 /// others. Conditional on the resourceVersion read, so a concurrent change of the list is never
 /// lost: on 409 Conflict the MCS is read again and the change made on what it holds now.
+/// Returns the MCS as the hub holds it afterwards, when it was written.
 pub async fn set_finalizer(
     hub: &Client,
     mcs: &DynamicObject,
     finalizer: &str,
     present: bool,
-) -> Result<(), ApplyError> {
+) -> Result<Option<DynamicObject>, ApplyError> {
     let api: Api<DynamicObject> = Api::namespaced_with(
         hub.clone(),
         mcs.metadata.namespace.as_deref().unwrap_or_default(),
@@ -110,7 +121,7 @@ pub async fn set_finalizer(
             &fresh
         };
         if has_finalizer(current, finalizer) == present {
-            return Ok(());
+            return Ok(None);
         }
         api.patch(
             name,
@@ -118,7 +129,7 @@ pub async fn set_finalizer(
             &Patch::Merge(&finalizer_patch(current, finalizer, present)),
         )
         .await
-        .map(drop)
+        .map(Some)
     })
     .await
     .map_err(|source| ApplyError::Finalizer {

@@ -8,6 +8,7 @@
 
 pub mod apply;
 mod args;
+pub mod cache;
 pub mod decide;
 pub mod events;
 pub mod leader;
@@ -73,6 +74,10 @@ pub struct Context {
     pub metrics: Arc<metrics::Metrics>,
     /// Why a member that is not ready is not, in the terms of the cluster source.
     pub not_ready: &'static str,
+    /// What the watches hold: everything a pass reads.
+    pub caches: cache::Caches,
+    /// Where passes are requested.
+    pub triggers: triggers::Triggers,
 }
 
 /// Runs the controller until `shutdown` resolves.
@@ -130,7 +135,10 @@ pub async fn run(args: SyncArgs, shutdown: impl Future<Output = ()>) -> Result<(
         workers = args.workers,
         "sync controller started"
     );
+    let (triggers, changed) = triggers::Triggers::new(Arc::default());
     let ctx = Context {
+        caches: cache::Caches::default(),
+        triggers,
         registry,
         decider: Decider {
             engine,
@@ -163,7 +171,7 @@ pub async fn run(args: SyncArgs, shutdown: impl Future<Output = ()>) -> Result<(
     let metrics = ctx.metrics.clone();
     let outcome = tokio::select! {
         _ = shutdown => Ok(()),
-        outcome = lead(&mut leadership, &metrics, runtime::sync(ctx, source, &args)) => outcome,
+        outcome = lead(&mut leadership, &metrics, runtime::sync(ctx, changed, source, &args)) => outcome,
     };
     metrics.leader(false);
     leadership.release().await;

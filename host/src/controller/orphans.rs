@@ -3,13 +3,16 @@
 //! was deleted (its finalizer is released once the reachable members are clean) or stopped
 //! being CrossCluster, no later pass of that MCS looks at the member again, and Karmada's users
 //! would find its copies there for ever. So when a member becomes ready (and at start), the
-//! controller [`sweep`]s it: it lists the slices labelled as our copies, and for each MCS they
-//! belong to that is gone from the hub, or is there but no longer syncs, the component's `prune`
-//! names the copies to delete (on all of its markers; a slice without them is never touched).
+//! controller [`sweep`]s it: it takes the slices labelled as our copies from the member's cache,
+//! and for each MCS they belong to that is gone from the hub's cache, or is there but no longer
+//! syncs, the component's `prune` names the copies to delete (on all of its markers; a slice
+//! without them is never touched). Each deletion carries the uid and resourceVersion of the
+//! slice as cached, so a slice re-created or changed since is left alone.
 //! A member that is still a consumer but no longer wanted by an MCS that syncs is cleaned by
 //! that MCS's own pass, which the catch-up triggers.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::ResourceExt;
@@ -17,7 +20,8 @@ use kube::api::DynamicObject;
 
 use super::Context;
 use super::apply::delete_slice;
-use super::read::{SERVICE_NAME_LABEL, list_copies, list_mcs, mcs_json, object_name};
+use super::cache::Health;
+use super::read::{DISPATCH_MANAGER, MANAGED_BY_LABEL, SERVICE_NAME_LABEL, mcs_json, object_name};
 use super::report::{Failure, Report, chain};
 use crate::clusters::Cluster;
 use crate::engine::convert;
@@ -46,32 +50,30 @@ pub async fn sweep(ctx: &Context, members: &[String]) {
     }
 }
 
-/// The copies in `cluster` of MCSs that no longer want them there, removed.
+/// The copies in `cluster` of MCSs that no longer want them there, removed. Only when the
+/// member's and the hub's caches are synced: a copy cached here was made for an MCS the hub's
+/// cache has seen, so an MCS missing from it was deleted, not yet to come.
 async fn sweep_member(ctx: &Context, cluster: &Cluster) -> Report {
     let mut report = Report::default();
-    // The copies first, then the hub: a copy listed here was made for an MCS that existed
-    // before this hub list, so an MCS missing from it was deleted, not yet to come.
-    let copies = match list_copies(&cluster.client, &cluster.name).await {
-        Ok(copies) => copies,
-        Err(err) => {
-            let failure = Failure::logged("(every multiclusterservice)", &cluster.name, &err);
-            report.failures.push(failure);
-            return report;
-        }
+    let Some(cache) = ctx.caches.member(&cluster.name) else {
+        return report;
     };
+    if cache.unreadable().is_some() || ctx.caches.hub.mcs.health() != Health::Synced {
+        tracing::debug!(cluster = %cluster.name, "caches not synced: no sweep now");
+        return report;
+    }
+    let copies: Vec<Arc<EndpointSlice>> = cache
+        .slices
+        .all()
+        .into_iter()
+        .filter(|s| s.labels().get(MANAGED_BY_LABEL).map(String::as_str) == Some(DISPATCH_MANAGER))
+        .collect();
     if copies.is_empty() {
         return report;
     }
-    let hub = &ctx.registry.hub;
-    let all = match list_mcs(&hub.client, &hub.name).await {
-        Ok(all) => all,
-        Err(err) => {
-            let failure = Failure::logged("(every multiclusterservice)", &hub.name, &err);
-            report.failures.push(failure);
-            return report;
-        }
-    };
-    let in_hub: HashMap<String, &DynamicObject> = all.iter().map(|m| (object_name(m), m)).collect();
+    let all = ctx.caches.hub.mcs.all();
+    let in_hub: HashMap<String, &DynamicObject> =
+        all.iter().map(|m| (object_name(m), &**m)).collect();
     for ((namespace, name), existing) in by_service(copies) {
         let key = format!("{namespace}/{name}");
         if let Some(mcs) = in_hub.get(&key)
@@ -84,12 +86,8 @@ async fn sweep_member(ctx: &Context, cluster: &Cluster) -> Report {
             namespace,
             ports: Vec::new(),
         };
-        let existing = existing.iter().map(convert::slice_to_wit).collect();
-        let stale = match ctx
-            .decider
-            .prune(&mcs, existing, Vec::new(), Vec::new())
-            .await
-        {
+        let wit = existing.iter().map(|s| convert::slice_to_wit(s)).collect();
+        let stale = match ctx.decider.prune(&mcs, wit, Vec::new(), Vec::new()).await {
             Ok(stale) => stale,
             Err(err) => {
                 report
@@ -99,11 +97,30 @@ async fn sweep_member(ctx: &Context, cluster: &Cluster) -> Report {
             }
         };
         for name in stale {
-            match delete_slice(&cluster.client, &cluster.name, &mcs.namespace, &name).await {
-                Ok(()) => report.deleted += 1,
-                Err(err) => report
-                    .failures
-                    .push(Failure::logged(&key, &cluster.name, &err)),
+            let read = existing.iter().find(|s| s.name_any() == name);
+            let uid = read.and_then(|s| s.metadata.uid.clone());
+            let version = read.and_then(|s| s.metadata.resource_version.clone());
+            cache.slices.writing(&mcs.namespace, &name);
+            let deleted = delete_slice(
+                &cluster.client,
+                &cluster.name,
+                &mcs.namespace,
+                &name,
+                uid.clone(),
+                version,
+            )
+            .await;
+            match deleted {
+                Ok(()) => {
+                    report.deleted += 1;
+                    cache.slices.deleted(&mcs.namespace, &name, &mcs.name, uid);
+                }
+                Err(err) => {
+                    cache.slices.abandoned(&mcs.namespace, &name);
+                    report
+                        .failures
+                        .push(Failure::logged(&key, &cluster.name, &err));
+                }
             }
         }
     }
@@ -132,8 +149,10 @@ async fn still_syncs(ctx: &Context, mcs: &DynamicObject) -> bool {
 }
 
 /// Copies grouped by the Service (and so the MCS) they belong to: `(namespace, name)`.
-fn by_service(copies: Vec<EndpointSlice>) -> BTreeMap<(String, String), Vec<EndpointSlice>> {
-    let mut groups: BTreeMap<(String, String), Vec<EndpointSlice>> = BTreeMap::new();
+fn by_service(
+    copies: Vec<Arc<EndpointSlice>>,
+) -> BTreeMap<(String, String), Vec<Arc<EndpointSlice>>> {
+    let mut groups: BTreeMap<(String, String), Vec<Arc<EndpointSlice>>> = BTreeMap::new();
     for copy in copies {
         let Some(service) = copy.labels().get(SERVICE_NAME_LABEL).cloned() else {
             continue;

@@ -1,5 +1,5 @@
-//! One MultiClusterService, one pass, as four steps: *read* everything ([`snapshot`], clients)
-//! → *decide* ([`Decider::decide`], the component, no client) → *apply* what it answered
+//! One MultiClusterService, one pass, as four steps: *read* everything ([`snapshot`], the
+//! caches) → *decide* ([`Decider::decide`], the component, no client) → *apply* what it answered
 //! (the finalizer, [`writes`], clients) → *status*: the component concludes from what failed
 //! ([`Decider::conclude`]), and the conditions, load balancer status and Events are written
 //! (clients). Every rule is the component's; a failing member cluster is reported and
@@ -20,7 +20,7 @@ use super::decide::DecideError;
 use super::events::emit;
 use super::read::{ReadError, object_name};
 pub use super::report::{Report, chain};
-use super::snapshot::{self, Snapshot};
+use super::snapshot;
 use super::status::{StatusError, set_status};
 use super::writes::{Written, write_all};
 use crate::engine::convert;
@@ -47,28 +47,43 @@ pub async fn reconcile(
 ) -> Result<Report, ReconcileError> {
     let object = object_name(mcs);
     let uid = mcs.metadata.uid.clone().unwrap_or_else(|| object.clone());
-    let (pass, snapshot) = snapshot::read(ctx, mcs, &uid, ready).await?;
+    let (pass, snapshot) = snapshot::read(ctx, mcs, &uid, ready)?;
     let decision = ctx.decider.decide(&object, pass, ctx.stale_timeout).await?;
     log_unknown(&object, &decision);
     remember_ingress(ctx, &uid, &decision);
     let hub = &ctx.registry.hub.client;
     // Before any copy exists, so that a deletion always finds the finalizer.
+    let mut current = None;
     if let FinalizerChange::Add(finalizer) = &decision.finalizer {
-        set_finalizer(hub, mcs, finalizer, true).await?;
+        current = set_finalizer(hub, mcs, finalizer, true).await?;
+        remember_write(ctx, current.as_ref());
     }
     let written = write_all(ctx, &object, &decision, &snapshot).await;
     if let FinalizerChange::Release(finalizer) = &decision.finalizer
         && written.slices.is_empty()
     {
-        set_finalizer(hub, mcs, finalizer, false).await?;
+        let released = set_finalizer(hub, mcs, finalizer, false).await?;
+        remember_write(ctx, released.as_ref());
     }
+    let mcs = current.as_ref().unwrap_or(mcs);
     let update = conclude(ctx, mcs, &uid, &decision, &written).await?;
     let ingress = decision
         .ingress
         .map(|entries| entries.into_iter().map(convert::ingress_from_wit).collect());
-    set_status(hub, mcs, update.conditions.as_deref(), ingress).await?;
+    let status = set_status(hub, mcs, update.conditions.as_deref(), ingress).await?;
+    remember_write(ctx, status.as_ref());
     report_events(ctx, mcs, &uid, update.events, update.reported).await;
-    Ok(report(snapshot, written, update.retry))
+    Ok(report(written, update.retry))
+}
+
+/// Records the MCS as a write of the pass left it, so the next pass reads it even before
+/// the hub's watch delivers it (its conditions are compared with what `conclude` decides).
+fn remember_write(ctx: &Context, written: Option<&DynamicObject>) {
+    if let Some(written) = written {
+        let mut written = written.clone();
+        super::cache::trim::mcs(&mut written);
+        ctx.caches.hub.mcs.wrote(written);
+    }
 }
 
 /// Asks the component how the pass ends, given what its writes did.
@@ -152,9 +167,8 @@ async fn report_events(
 }
 
 /// What the pass did.
-fn report(snapshot: Snapshot, written: Written, retry: bool) -> Report {
-    let mut failures = snapshot.failures;
-    failures.extend(written.services);
+fn report(written: Written, retry: bool) -> Report {
+    let mut failures = written.services;
     failures.extend(written.slices);
     Report {
         applied: written.applied,

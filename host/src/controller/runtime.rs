@@ -2,12 +2,16 @@
 //! `reconcile` and `error_policy` as in kube-rs's controller-rs, and what kube-runtime cannot
 //! know about: member clusters that come and go.
 //!
+//! - **Caches** ([`cache`](super::cache)): the hub's MCSs and Services and every member's
+//!   EndpointSlices and Services, each filled by a watch; member caches start and stop with the
+//!   membership. Nothing is reconciled before the caches have listed once (or failed to), and
+//!   a pass reads only caches.
 //! - **Triggers** ([`triggers`](super::triggers)): the Controller's own stream is the hub's MCS
-//!   watch filtered to spec and deletion changes; `reconcile_on` carries the hub Service watch
-//!   and every member's EndpointSlice watch, started and stopped with the membership;
-//!   `reconcile_all_on` carries the resync tick and the catch-up when a member becomes ready.
-//!   kube-runtime never reconciles one MCS twice at once, and merges triggers that arrive
-//!   while it runs into one more pass.
+//!   watch filtered to spec and deletion changes; `reconcile_on` carries every other cache's
+//!   changes; `reconcile_all_on` carries the resync tick and the catch-up when a member becomes
+//!   ready or a cache lists again. kube-runtime never reconciles one MCS twice at once, and
+//!   merges triggers that arrive while it runs into one more pass. The resync reads the
+//!   caches too: it lists nothing.
 //! - **Membership**: refreshed every probe interval (2 s, or the resync interval if shorter);
 //!   each pass syncs against the membership of its start.
 //! - **Retries**: `error_policy` requeues a failed pass after a per-MCS backoff
@@ -22,21 +26,22 @@
 
 use std::collections::HashSet;
 use std::sync::{Arc, RwLock};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use futures::channel::mpsc;
 use futures::{StreamExt, future};
-use kube::Api;
 use kube::api::DynamicObject;
 use kube::runtime::controller::{self, Action, Controller};
+use kube::runtime::reflector::ObjectRef;
 use kube::runtime::reflector::store::Writer;
 
+use super::cache::{Caches, Health, Members, Reactions};
 use super::read::{self, mcs_resource};
 use super::reconcile::{self, chain};
 use super::retries::Retries;
-use super::triggers::{Changes, Triggers, Watches, mcs_changes};
+use super::triggers::{Changes, watch_mcs};
 use super::{Context, SyncArgs, orphans};
-use crate::clusters::api_error::{classify, kind_of};
+use crate::clusters::api_error::classify;
 use crate::clusters::{Membership, Registry, Source};
 
 /// How often the membership (and each member's readiness) is refreshed, at most.
@@ -54,12 +59,16 @@ pub struct Shared {
     changes: Arc<Changes>,
 }
 
+/// The longest wait at start for the caches to list once before the first passes; a cache
+/// still listing then is unreadable to the passes until it has listed.
+const FIRST_LIST_WAIT: Duration = Duration::from_secs(30);
+
 /// Why a pass is retried after a backoff.
 #[derive(Debug, thiserror::Error)]
 pub enum PassError {
-    /// The MultiClusterService could not be read from the hub.
-    #[error("reading the multiclusterservice from the hub")]
-    Read(#[source] kube::Error),
+    /// The hub's cache of MultiClusterServices cannot be read.
+    #[error("the hub's multiclusterservices are not readable: {0}")]
+    HubUnreadable(String),
     /// The pass stopped on the hub side (plan, finalizer, status).
     #[error(transparent)]
     Stopped(#[from] reconcile::ReconcileError),
@@ -71,23 +80,46 @@ pub enum PassError {
     Lost(String),
 }
 
-/// Syncs for ever: the Controller, the watches, and the membership and resync timers. Dropping
-/// the future stops everything it started.
-pub async fn sync(ctx: Context, source: Source, args: &SyncArgs) {
+/// Syncs for ever: the caches, the Controller, and the membership and resync timers. Passes
+/// are requested through `changed` (the receiving end of `ctx.triggers`). Dropping the future
+/// stops everything it started.
+pub async fn sync(
+    ctx: Context,
+    changed: mpsc::UnboundedReceiver<ObjectRef<DynamicObject>>,
+    source: Source,
+    args: &SyncArgs,
+) {
     let resource = mcs_resource();
     let writer = Writer::new(resource.clone());
     let store = writer.as_reader();
-    let changes = Arc::new(Changes::default());
-    let (triggers, changed) = Triggers::new(changes.clone());
+    let changes = ctx.triggers.changes.clone();
     let membership = Arc::new(RwLock::new(Membership {
         registry: ctx.registry.clone(),
         ready: Vec::new(),
     }));
-    let mut watches = Watches::start(source.hub(), &triggers);
-    let mut sweeps = Tasks(Vec::new());
-    if let Some(first) = refresh(&source, &membership).await {
-        watches.follow(&first.registry, &triggers);
-        sweeps.0.push(spawn_sweep(&ctx, &first));
+    let (relisted_tx, mut relisted) = mpsc::unbounded::<String>();
+    let reactions = Reactions {
+        triggers: ctx.triggers.clone(),
+        mcs: ctx.caches.hub.mcs.clone(),
+        relisted: relisted_tx,
+        metrics: ctx.metrics.clone(),
+    };
+    let hub = source.hub();
+    let (mcs_watch, mcs) = watch_mcs(hub, ctx.caches.hub.mcs.clone(), writer, reactions.clone());
+    let services_watch = ctx.caches.hub.watch_services(hub, &reactions);
+    let mut tasks = Tasks(vec![mcs_watch, services_watch]);
+    let mut members = Members::new(&ctx.caches);
+    let first = refresh(&source, &membership).await;
+    if let Some(first) = &first {
+        members.follow(&first.registry, &reactions);
+    }
+    first_lists(&ctx.caches, FIRST_LIST_WAIT).await;
+    // The first lists were the start, not a return: every MCS is reconciled at once anyway.
+    while relisted.try_recv().is_ok() {}
+    if let Some(first) = &first {
+        tasks
+            .0
+            .push(spawn_sweep(&ctx, &first.registry, first.returned.clone()));
     }
     let (everything, reconcile_all) = mpsc::unbounded::<()>();
     let shared = Arc::new(Shared {
@@ -96,7 +128,6 @@ pub async fn sync(ctx: Context, source: Source, args: &SyncArgs) {
         retries: Retries::default(),
         changes: changes.clone(),
     });
-    let mcs = mcs_changes(source.hub(), writer, changes.clone(), ctx.metrics.clone());
     let controller = Controller::for_stream_with(mcs, store.clone(), resource)
         .with_config(controller::Config::default().concurrency(args.workers))
         .reconcile_on(changed)
@@ -110,7 +141,7 @@ pub async fn sync(ctx: Context, source: Source, args: &SyncArgs) {
     let mut probes =
         tokio::time::interval_at(tokio::time::Instant::now() + probe_every, probe_every);
     probes.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    // The first tick is at once: the initial listing is the first pass over every MCS.
+    // The first tick is at once: the first pass over every MCS.
     let mut resyncs = tokio::time::interval(args.resync_interval);
     resyncs.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let timers = async {
@@ -120,13 +151,23 @@ pub async fn sync(ctx: Context, source: Source, args: &SyncArgs) {
                     let Some(news) = refresh(&source, &membership).await else {
                         continue;
                     };
-                    watches.follow(&news.registry, &triggers);
+                    members.follow(&news.registry, &reactions);
+                    members.wake(&news.returned);
                     if !news.returned.is_empty() {
                         tracing::info!(clusters = ?news.returned, "members ready: catching them up");
-                        sweeps.0.retain(|s| !s.is_finished());
-                        sweeps.0.push(spawn_sweep(&ctx, &news));
+                        tasks.0.retain(|s| !s.is_finished());
+                        tasks.0.push(spawn_sweep(&ctx, &news.registry, news.returned));
                         everything.unbounded_send(()).ok();
                     }
+                }
+                Some(cluster) = relisted.next() => {
+                    tracing::info!(cluster = %cluster, "a cache listed again: catching up");
+                    let registry = current(&membership).registry;
+                    if registry.member(&cluster).is_some() {
+                        tasks.0.retain(|s| !s.is_finished());
+                        tasks.0.push(spawn_sweep(&ctx, &registry, vec![cluster]));
+                    }
+                    everything.unbounded_send(()).ok();
                 }
                 _ = resyncs.tick() => {
                     ctx.metrics.pass();
@@ -140,6 +181,37 @@ pub async fn sync(ctx: Context, source: Source, args: &SyncArgs) {
     tokio::select! {
         () = controller => tracing::warn!("the controller's stream ended"),
         () = timers => {}
+    }
+}
+
+/// Waits until no cache is listing for the first time any more (each has listed, or failed
+/// to), at most `limit`.
+async fn first_lists(caches: &Caches, limit: Duration) {
+    let started = Instant::now();
+    let settled = || {
+        let hub = &caches.hub;
+        let members = caches.members();
+        hub.mcs.health() != Health::Listing
+            && hub.services.health() != Health::Listing
+            && members.iter().all(|m| {
+                m.slices.health() != Health::Listing && m.services.health() != Health::Listing
+            })
+    };
+    while !settled() {
+        if started.elapsed() > limit {
+            tracing::warn!(waited = ?limit, "caches still listing; syncing without them until they have listed");
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tracing::info!(took = ?started.elapsed(), "caches listed");
+}
+
+/// The membership now.
+fn current(membership: &RwLock<Membership>) -> Membership {
+    match membership.read() {
+        Ok(m) => m.clone(),
+        Err(poisoned) => poisoned.into_inner().clone(),
     }
 }
 
@@ -171,10 +243,7 @@ impl<T> Drop for AbortOnDrop<T> {
 async fn pass(mcs: Arc<DynamicObject>, shared: Arc<Shared>) -> Result<Action, PassError> {
     let key = read::object_name(&mcs);
     let changed_at = shared.changes.take(&key);
-    let Membership { registry, ready } = match shared.membership.read() {
-        Ok(membership) => membership.clone(),
-        Err(poisoned) => poisoned.into_inner().clone(),
-    };
+    let Membership { registry, ready } = current(&shared.membership);
     let ctx = Context {
         registry,
         ..shared.base.clone()
@@ -211,26 +280,27 @@ fn log_outcome(
     }
 }
 
-/// Reads the MCS `key` afresh from the hub (the Controller's store may not hold our own last
-/// status write yet, and conditions are merged with what the hub holds) and reconciles it;
-/// gone means nothing to do (the finalizer kept it until its copies were withdrawn).
+/// Reconciles the MCS `key` as the hub's cache holds it (with the controller's own last
+/// writes); gone means nothing to do (the finalizer kept it until its copies were withdrawn).
+/// A hub cache that cannot be read now is a failure: retried after a backoff, and every MCS is
+/// reconciled once it has listed again.
 async fn reconcile_key(ctx: &Context, key: &str, ready: &[String]) -> Result<(), PassError> {
     let hub = &ctx.registry.hub;
     let Some((namespace, name)) = key.split_once('/') else {
         return Ok(());
     };
     ctx.metrics.reconcile();
-    let resource = mcs_resource();
-    let api: Api<DynamicObject> = Api::namespaced_with(hub.client.clone(), namespace, &resource);
-    let mut mcs = match api.get_opt(name).await {
-        Ok(Some(mcs)) => mcs,
-        Ok(None) => return Ok(()),
-        Err(err) => {
-            ctx.metrics.cluster_error(&hub.name, kind_of(&err));
-            tracing::warn!(mcs = key, error = %chain(&err), "cannot read the multiclusterservice");
-            return Err(PassError::Read(err));
-        }
+    let cached = &ctx.caches.hub.mcs;
+    match cached.health() {
+        Health::Synced => {}
+        Health::Listing => return Err(PassError::HubUnreadable("not listed yet".into())),
+        Health::Broken(failure) => return Err(PassError::HubUnreadable(failure.message)),
+    }
+    let Some(mcs) = cached.get(namespace, name) else {
+        return Ok(());
     };
+    let mut mcs = (*mcs).clone();
+    let resource = mcs_resource();
     mcs.types = Some(kube::core::TypeMeta {
         api_version: resource.api_version.clone(),
         kind: resource.kind.clone(),
@@ -281,18 +351,21 @@ fn forget_gone(shared: &Shared, all: &[Arc<DynamicObject>]) {
     shared.retries.retain(|key| keys.contains(key));
 }
 
-/// Sweeps the members that just became ready for copies left behind while they were away
-/// ([`orphans`]), in the background.
-fn spawn_sweep(base: &Context, news: &News) -> tokio::task::JoinHandle<()> {
+/// Sweeps `members` (of `registry`), which just became ready or listed again, for copies left
+/// behind while they were away ([`orphans`]), in the background.
+fn spawn_sweep(
+    base: &Context,
+    registry: &Registry,
+    members: Vec<String>,
+) -> tokio::task::JoinHandle<()> {
     let ctx = Context {
-        registry: news.registry.clone(),
+        registry: registry.clone(),
         ..base.clone()
     };
-    let members = news.returned.clone();
     tokio::spawn(async move { orphans::sweep(&ctx, &members).await })
 }
 
-/// Background sweeps, aborted when dropped.
+/// Background tasks (watches, sweeps), aborted when dropped.
 struct Tasks(Vec<tokio::task::JoinHandle<()>>);
 
 impl Drop for Tasks {

@@ -3,16 +3,19 @@
 //! [`super::namespace`]), and replaced where the component says it differs. A Service is
 //! deleted only to be created again, when the component says so (headlessness changed, which
 //! no API server changes in place, and the Service is one the controller created); the delete
-//! is conditional on the uid read, so it never removes another object of the same name. How
-//! the member's copy looks is the component's decision (WIT `service`); this module only reads
-//! and writes.
+//! is conditional on the uid and resourceVersion read, so it never removes another object of
+//! the same name, nor one changed since. How the member's copy looks is the component's
+//! decision (WIT `service`); this module only writes (and reads again after a 409). Every
+//! write is recorded in the member's cache (read your writes).
 
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use k8s_openapi::api::core::v1::Service;
 use kube::api::{DeleteParams, PostParams, Preconditions};
 use kube::{Api, Client};
 
+use super::cache::{Store, trim};
 use super::decide::{DecideError, Decider};
 use super::namespace::with_namespace;
 use super::retry::on_conflict;
@@ -21,13 +24,6 @@ use crate::engine::convert::ServiceChange;
 /// What went wrong propagating the Service.
 #[derive(Debug, thiserror::Error)]
 pub enum ServiceError {
-    #[error("reading service {namespace}/{name} from the hub")]
-    ReadTemplate {
-        namespace: String,
-        name: String,
-        #[source]
-        source: Box<kube::Error>,
-    },
     #[error("reading service {namespace}/{name} in cluster {cluster}")]
     Read {
         cluster: String,
@@ -86,22 +82,6 @@ pub enum ServiceError {
     },
 }
 
-/// The hub's Service `namespace/name`, or `None` when it does not exist.
-pub async fn read_template(
-    hub: &Client,
-    namespace: &str,
-    name: &str,
-) -> Result<Option<Service>, ServiceError> {
-    let api: Api<Service> = Api::namespaced(hub.clone(), namespace);
-    api.get_opt(name)
-        .await
-        .map_err(|source| ServiceError::ReadTemplate {
-            namespace: namespace.to_string(),
-            name: name.to_string(),
-            source: Box::new(source),
-        })
-}
-
 /// The Service `<namespace>/<name>` of member `cluster`, `None` when it has none.
 pub async fn read_member(
     client: &Client,
@@ -129,128 +109,194 @@ pub enum Propagated {
     Unchanged,
 }
 
-/// Makes `cluster` hold the template as the component decided (`change`, for the member's
-/// Service of uid `uid` as read). On a 409 (another writer changed the Service, or created it,
-/// since it was read) the Service is read again and the component (WIT `service`) asked again.
+/// Makes the target member hold the template as the component decided (`change`, for the
+/// member's Service as read: `read` are its uid and resourceVersion). On a 409 (another writer
+/// changed the Service, or created it, since it was read) the Service is read again from the
+/// member and the component (WIT `service`) asked again.
 pub async fn write(
     decider: &Decider,
-    client: &Client,
-    cluster: &str,
+    target: &Target<'_>,
     template: &Service,
     change: ServiceChange,
-    uid: Option<String>,
+    read: Preconditions,
 ) -> Result<Propagated, ServiceError> {
-    let target = Target::of(client, cluster, template);
-    let decided = Mutex::new(Some((change, uid)));
+    let decided = Mutex::new(Some((change, read)));
     on_conflict(|| async {
         let first = decided.lock().ok().and_then(|mut d| d.take());
-        let (change, uid) = match first {
+        let (change, read) = match first {
             Some(first) => first,
             None => target.decide_again(decider, template).await?,
         };
-        target.carry_out(change, uid).await
+        target.carry_out(template, change, read).await
     })
     .await
 }
 
-/// A member's Service of the template's namespace and name.
-struct Target<'a> {
-    client: &'a Client,
-    cluster: &'a str,
-    namespace: String,
-    name: String,
+/// A member's Service of the template's namespace and name, and the member's cache of
+/// Services.
+pub struct Target<'a> {
+    pub client: &'a Client,
+    pub cluster: &'a str,
+    pub cache: &'a Store<Service>,
+    /// Set when the cache showed a change by someone else right after a write (news the
+    /// write's own answer hid): the pass's MCS must be looked at again.
+    pub overtaken: AtomicBool,
 }
 
-impl<'a> Target<'a> {
-    fn of(client: &'a Client, cluster: &'a str, template: &Service) -> Self {
-        Target {
-            client,
-            cluster,
-            namespace: template.metadata.namespace.clone().unwrap_or_default(),
-            name: template.metadata.name.clone().unwrap_or_default(),
-        }
-    }
-
+impl Target<'_> {
     /// Reads the member's Service again and asks the component what to do with it.
     async fn decide_again(
         &self,
         decider: &Decider,
         template: &Service,
-    ) -> Result<(ServiceChange, Option<String>), ServiceError> {
-        let existing = read_member(self.client, self.cluster, &self.namespace, &self.name).await?;
+    ) -> Result<(ServiceChange, Preconditions), ServiceError> {
+        let (namespace, name) = names(template);
+        let existing = read_member(self.client, self.cluster, &namespace, &name).await?;
         let change = decider
             .service(template, existing.as_ref())
             .await
             .map_err(|source| ServiceError::Decide {
                 cluster: self.cluster.to_string(),
-                namespace: self.namespace.clone(),
-                name: self.name.clone(),
+                namespace,
+                name,
                 source: Box::new(source),
             })?;
-        Ok((change, existing.and_then(|s| s.metadata.uid)))
+        let read = existing.map(|s| s.metadata);
+        let read = Preconditions {
+            uid: read.as_ref().and_then(|m| m.uid.clone()),
+            resource_version: read.and_then(|m| m.resource_version),
+        };
+        Ok((change, read))
     }
 
-    /// Creates, replaces or recreates the Service as `change` says (`uid`: of the Service read).
+    /// Records a written Service in the cache.
+    fn wrote(&self, mut written: Service) {
+        trim::service(&mut written);
+        if self.cache.wrote(written) {
+            self.overtaken.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// Creates, replaces or recreates the Service as `change` says (`read`: the uid and
+    /// resourceVersion of the Service read).
     async fn carry_out(
         &self,
+        template: &Service,
         change: ServiceChange,
-        uid: Option<String>,
+        read: Preconditions,
     ) -> Result<Propagated, ServiceError> {
+        let (namespace, name) = names(template);
+        self.cache.writing(&namespace, &name);
+        let outcome = self.write_change(&namespace, &name, change, read).await;
+        match outcome {
+            Ok((how, Some(written))) => {
+                self.wrote(written);
+                Ok(how)
+            }
+            Ok((how, None)) => {
+                self.cache.abandoned(&namespace, &name);
+                Ok(how)
+            }
+            Err(err) => {
+                self.cache.abandoned(&namespace, &name);
+                Err(err)
+            }
+        }
+    }
+
+    /// The requests of one change, and the Service the member holds after them.
+    async fn write_change(
+        &self,
+        namespace: &str,
+        name: &str,
+        change: ServiceChange,
+        read: Preconditions,
+    ) -> Result<(Propagated, Option<Service>), ServiceError> {
         let (client, cluster) = (self.client, self.cluster);
-        let (namespace, name) = (&self.namespace, &self.name);
         let api: Api<Service> = Api::namespaced(client.clone(), namespace);
+        let fail = |kind: StepError, source: kube::Error| {
+            kind(
+                cluster.into(),
+                namespace.into(),
+                name.into(),
+                Box::new(source),
+            )
+        };
         let create = async |copy: Service| {
             let params = PostParams::default();
             with_namespace(client, namespace, || api.create(&params, &copy))
                 .await
-                .map_err(|source| ServiceError::Create {
-                    cluster: cluster.to_string(),
-                    namespace: namespace.clone(),
-                    name: name.clone(),
-                    source: Box::new(source),
-                })
+                .map_err(|source| fail(ServiceError::create, source))
         };
         match change {
-            ServiceChange::Unchanged => Ok(Propagated::Unchanged),
-            ServiceChange::Create(copy) => create(copy).await.map(|_| Propagated::Created),
+            ServiceChange::Unchanged => Ok((Propagated::Unchanged, None)),
+            ServiceChange::Create(copy) => {
+                create(copy).await.map(|s| (Propagated::Created, Some(s)))
+            }
             ServiceChange::Recreate(copy) => {
                 let only_what_was_read = DeleteParams {
-                    preconditions: Some(Preconditions {
-                        uid,
-                        resource_version: None,
-                    }),
+                    preconditions: Some(read),
                     ..DeleteParams::default()
                 };
                 match api.delete(name, &only_what_was_read).await {
                     Ok(_) => {}
                     Err(kube::Error::Api(status)) if status.code == 404 => {}
-                    Err(source) => {
-                        return Err(ServiceError::Delete {
-                            cluster: cluster.to_string(),
-                            namespace: namespace.clone(),
-                            name: name.clone(),
-                            source: Box::new(source),
-                        });
-                    }
+                    Err(source) => return Err(fail(ServiceError::delete, source)),
                 }
-                create(copy).await.map(|_| Propagated::Recreated)
+                create(copy).await.map(|s| (Propagated::Recreated, Some(s)))
             }
             ServiceChange::Conflict(why) => Err(ServiceError::Conflict {
                 cluster: cluster.to_string(),
-                namespace: namespace.clone(),
-                name: name.clone(),
+                namespace: namespace.to_string(),
+                name: name.to_string(),
                 why,
             }),
             ServiceChange::Replace(copy) => api
                 .replace(name, &PostParams::default(), &copy)
                 .await
-                .map(|_| Propagated::Updated)
-                .map_err(|source| ServiceError::Update {
-                    cluster: cluster.to_string(),
-                    namespace: namespace.clone(),
-                    name: name.clone(),
-                    source: Box::new(source),
-                }),
+                .map(|s| (Propagated::Updated, Some(s)))
+                .map_err(|source| fail(ServiceError::update, source)),
+        }
+    }
+}
+
+/// The template's namespace and name: the member Service's.
+fn names(template: &Service) -> (String, String) {
+    let meta = &template.metadata;
+    (
+        meta.namespace.clone().unwrap_or_default(),
+        meta.name.clone().unwrap_or_default(),
+    )
+}
+
+/// A [`ServiceError`] of one request, from the cluster, namespace, name and client error.
+type StepError = fn(String, String, String, Box<kube::Error>) -> ServiceError;
+
+impl ServiceError {
+    fn create(cluster: String, namespace: String, name: String, source: Box<kube::Error>) -> Self {
+        ServiceError::Create {
+            cluster,
+            namespace,
+            name,
+            source,
+        }
+    }
+
+    fn update(cluster: String, namespace: String, name: String, source: Box<kube::Error>) -> Self {
+        ServiceError::Update {
+            cluster,
+            namespace,
+            name,
+            source,
+        }
+    }
+
+    fn delete(cluster: String, namespace: String, name: String, source: Box<kube::Error>) -> Self {
+        ServiceError::Delete {
+            cluster,
+            namespace,
+            name,
+            source,
         }
     }
 }

@@ -1,50 +1,50 @@
-//! The *read* step of a pass: everything one pass over one MultiClusterService reads, at once,
-//! in the shape the component's `decide` takes — the MCS, the hub's Service template, and in
-//! every ready member its EndpointSlices of the Service and its Service; with what the
-//! controller remembers of the MCS (how long each member has been unreadable, the providers'
-//! last load balancer entries). A failed read is a fact handed to the component, which decides
-//! what it means; nothing here decides.
+//! The *read* step of a pass: everything one pass over one MultiClusterService reads, in the
+//! shape the component's `decide` takes — the MCS, the hub's Service template, and in every
+//! ready member its EndpointSlices of the Service and its Service — with what the controller
+//! remembers of the MCS (how long each member has been unreadable, the providers' last load
+//! balancer entries). Everything comes from the caches ([`super::cache`]): no request is made.
+//! A member whose caches are not synced is handed to the component as a failed read, with the
+//! message it reports; nothing here decides.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Instant;
 
-use futures::future::join_all;
 use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::api::DynamicObject;
 
 use super::Context;
-use super::read::{ReadError, list_slice_objects, mcs_json};
-use super::report::Failure;
-use super::service::{read_member, read_template};
-use crate::clusters::Cluster;
-use crate::clusters::api_error::Kind;
+use super::cache::{self, Health};
+use super::read::{ReadError, mcs_json};
 use crate::engine::convert;
 use crate::engine::types::{MemberObjects, MemberRead, MemberState, PassRead, ReadFailure};
 
-/// What a pass read beyond the component's input, for carrying out its answer.
+/// The objects a pass read, for carrying out its answer.
+#[derive(Default)]
 pub struct Snapshot {
-    /// The hub's Service, when it was read (the Service step decides again from it after a
+    /// The hub's Service, when there is one (the Service step decides again from it after a
     /// 409).
-    pub template: Option<Service>,
-    /// The uid of each member's Service (a recreate deletes only the object that was read).
-    pub service_uids: HashMap<String, Option<String>>,
-    /// The resourceVersion of each slice read, by member and name (an apply that leaves it
-    /// unchanged wrote nothing).
-    pub versions: HashMap<(String, String), Option<String>>,
-    /// What could not be read (for metrics; the messages are in `pass`).
-    pub failures: Vec<Failure>,
+    pub template: Option<Arc<Service>>,
+    /// Each member's Service as read (a recreate deletes only that object: uid and
+    /// resourceVersion preconditions).
+    pub services: HashMap<String, Arc<Service>>,
+    /// Each slice read, by member and name (a deletion carries its uid and resourceVersion;
+    /// an apply that leaves the resourceVersion unchanged wrote nothing).
+    pub slices: HashMap<(String, String), Arc<EndpointSlice>>,
 }
 
-/// One ready member's reads.
-struct Read {
-    slices: Result<Vec<EndpointSlice>, ReadError>,
-    service: Result<Option<Service>, super::service::ServiceError>,
+impl Snapshot {
+    /// The slice `name` of `member` as read.
+    pub fn slice(&self, member: &str, name: &str) -> Option<&Arc<EndpointSlice>> {
+        self.slices.get(&(member.to_string(), name.to_string()))
+    }
 }
 
-/// Reads everything one pass over `mcs` needs: the component's input, and what carrying out its
-/// answer needs. `uid` keys what the controller remembers of the MCS.
-pub async fn read(
+/// Reads everything one pass over `mcs` needs from the caches: the component's input, and
+/// what carrying out its answer needs. `uid` keys what the controller remembers of the MCS;
+/// `ready` are the members ready now.
+pub fn read(
     ctx: &Context,
     mcs: &DynamicObject,
     uid: &str,
@@ -53,49 +53,35 @@ pub async fn read(
     let json = mcs_json(mcs)?;
     let ns = mcs.metadata.namespace.as_deref().unwrap_or_default();
     let name = mcs.metadata.name.as_deref().unwrap_or_default();
-    let members = &ctx.registry.members;
-    let hub = &ctx.registry.hub;
-    let (template, reads) = futures::join!(
-        read_template(&hub.client, ns, name),
-        join_all(members.iter().map(|m| async move {
-            if !ready.contains(&m.name) {
-                return None;
-            }
-            // One after the other: at once, every pass would hold two connections per member
-            // open, and a connection (buffers, TLS state) outweighs the wait.
-            let slices = list_slice_objects(&m.client, &m.name, ns, name).await;
-            let service = read_member(&m.client, &m.name, ns, name).await;
-            Some(Read { slices, service })
-        }))
-    );
-    let object = format!("{ns}/{name}");
-    let mut snapshot = Snapshot {
-        template: None,
-        service_uids: HashMap::new(),
-        versions: HashMap::new(),
-        failures: Vec::new(),
-    };
+    let mut snapshot = Snapshot::default();
+    let template = read_template(&ctx.caches.hub, ns, name, &ctx.registry.hub.name);
+    let template = template.map(|t| {
+        snapshot.template = t.clone();
+        t.as_deref().map(convert::service_to_json).transpose()
+    });
     let template = match template {
-        Ok(Some(template)) => {
-            let json = convert::service_to_json(&template).map_err(|e| e.to_string());
-            snapshot.template = Some(template);
-            json.map(Some)
-        }
-        Ok(None) => Ok(None),
-        Err(err) => Err(snapshot.fail(&object, &hub.name, &err).message),
+        Ok(Ok(json)) => Ok(json),
+        Ok(Err(err)) => Err(format!(
+            "service {ns}/{name} in the hub does not encode: {err}"
+        )),
+        Err(message) => Err(message),
     };
+    let members = &ctx.registry.members;
     let states: Vec<MemberState> = members
         .iter()
-        .zip(reads)
-        .map(|(m, read)| match read {
-            None => {
+        .map(|m| {
+            if !ready.contains(&m.name) {
                 let err = ReadError::NotReady {
                     cluster: m.name.clone(),
                     why: ctx.not_ready,
                 };
-                MemberState::NotReady(crate::clusters::api_error::chain(&err))
+                return MemberState::NotReady(crate::clusters::api_error::chain(&err));
             }
-            Some(read) => MemberState::Ready(snapshot.objects(&object, m, read)),
+            let objects = match ctx.caches.member(&m.name) {
+                Some(cache) => snapshot.objects(&m.name, &cache, ns, name),
+                None => unreadable(&m.name, &cache::Unreadable::Listing),
+            };
+            MemberState::Ready(objects)
         })
         .collect();
     let unreadable: Vec<&str> = members
@@ -135,64 +121,82 @@ pub async fn read(
     Ok((pass, snapshot))
 }
 
+/// The hub's Service `ns/name` (`None`: the hub has none), or why the hub's Services cannot
+/// be read now.
+fn read_template(
+    hub: &cache::Hub,
+    ns: &str,
+    name: &str,
+    hub_name: &str,
+) -> Result<Option<Arc<Service>>, String> {
+    match hub.services.health() {
+        Health::Synced => Ok(hub.services.get(ns, name)),
+        Health::Listing => Err(format!(
+            "reading service {ns}/{name} from the hub: the hub's services are not listed yet"
+        )),
+        Health::Broken(failure) => Err(format!(
+            "reading service {ns}/{name} from the hub {hub_name}: {} (listing again)",
+            failure.message
+        )),
+    }
+}
+
 /// Whether every read of a member succeeded.
 fn readable(state: &MemberState) -> bool {
     matches!(state, MemberState::Ready(o) if o.slices.is_ok() && o.service.is_ok())
 }
 
-impl Snapshot {
-    /// A ready member's reads as the component takes them.
-    fn objects(&mut self, object: &str, member: &Cluster, read: Read) -> MemberObjects {
-        let slices = match read.slices {
-            Ok(slices) => {
-                for s in &slices {
-                    let name = s.metadata.name.clone().unwrap_or_default();
-                    let version = s.metadata.resource_version.clone();
-                    self.versions.insert((member.name.clone(), name), version);
-                }
-                Ok(slices.iter().map(convert::slice_to_wit).collect())
-            }
-            Err(err) => {
-                let failure = self.fail(object, &member.name, &err);
-                Err(ReadFailure {
-                    not_served: failure.kind == Kind::NotFound,
-                    message: failure.message,
-                })
-            }
-        };
-        let service = match read.service {
-            Ok(service) => {
-                let uid = service.as_ref().and_then(|s| s.metadata.uid.clone());
-                self.service_uids.insert(member.name.clone(), uid);
-                service
-                    .as_ref()
-                    .map(convert::service_to_json)
-                    .transpose()
-                    .map_err(|e| ReadFailure {
-                        message: format!("service in cluster {} does not encode: {e}", member.name),
-                        not_served: false,
-                    })
-            }
-            Err(err) => {
-                let failure = self.fail(object, &member.name, &err);
-                Err(ReadFailure {
-                    message: failure.message,
-                    not_served: false,
-                })
-            }
-        };
-        MemberObjects { slices, service }
+/// A ready member whose caches cannot be read, as the component takes it: both reads failed.
+fn unreadable(cluster: &str, why: &cache::Unreadable) -> MemberObjects {
+    let failure = || ReadFailure {
+        message: why.message(cluster),
+        not_served: why.not_served(),
+    };
+    MemberObjects {
+        slices: Err(failure()),
+        service: Err(ReadFailure {
+            not_served: false,
+            ..failure()
+        }),
     }
+}
 
-    /// Records a read failure in `cluster`.
-    fn fail(
+impl Snapshot {
+    /// A ready member's objects of the Service `ns/name`, from its caches.
+    fn objects(
         &mut self,
-        object: &str,
-        cluster: &str,
-        err: &(dyn std::error::Error + 'static),
-    ) -> Failure {
-        let failure = Failure::logged(object, cluster, err);
-        self.failures.push(failure.clone());
-        failure
+        member: &str,
+        cache: &cache::Member,
+        ns: &str,
+        name: &str,
+    ) -> MemberObjects {
+        if let Some(why) = cache.unreadable() {
+            return unreadable(member, &why);
+        }
+        let slices = cache.slices.group(ns, name);
+        let wit = slices.iter().map(|s| convert::slice_to_wit(s)).collect();
+        for slice in slices {
+            let key = (
+                member.to_string(),
+                slice.metadata.name.clone().unwrap_or_default(),
+            );
+            self.slices.insert(key, slice);
+        }
+        let service = cache.services.get(ns, name);
+        let json = service
+            .as_deref()
+            .map(convert::service_to_json)
+            .transpose()
+            .map_err(|e| ReadFailure {
+                message: format!("service in cluster {member} does not encode: {e}"),
+                not_served: false,
+            });
+        if let Some(service) = service {
+            self.services.insert(member.to_string(), service);
+        }
+        MemberObjects {
+            slices: Ok(wit),
+            service: json,
+        }
     }
 }

@@ -31,12 +31,13 @@ pub enum StatusError {
 /// component's `conclude` gives it) and `status.loadBalancer.ingress` to `ingress`, each when
 /// given, in one merge patch of `/status` (an empty `ingress` removes the field, leaving
 /// `loadBalancer: {}` as a Service without ingress has it); writes nothing when neither is.
+/// Returns the MCS as the hub holds it afterwards, when it was written.
 pub async fn set_status(
     hub: &Client,
     mcs: &DynamicObject,
     conditions: Option<&str>,
     ingress: Option<Vec<LoadBalancerIngress>>,
-) -> Result<(), StatusError> {
+) -> Result<Option<DynamicObject>, StatusError> {
     let conditions = conditions
         .map(serde_json::from_str::<Value>)
         .transpose()
@@ -45,7 +46,7 @@ pub async fn set_status(
             source,
         })?;
     if conditions.is_none() && ingress.is_none() {
-        return Ok(());
+        return Ok(None);
     }
     let api: Api<DynamicObject> = Api::namespaced_with(
         hub.clone(),
@@ -65,7 +66,7 @@ pub async fn set_status(
     let (params, patch) = (PatchParams::default(), Patch::Merge(&value));
     on_conflict(|| api.patch_status(name, &params, &patch))
         .await
-        .map(drop)
+        .map(Some)
         .map_err(|source| StatusError::Patch {
             object: object_name(mcs),
             source: Box::new(source),

@@ -1,16 +1,21 @@
 //! The *apply* step of a pass: carries out what the component's `decide` answered — the
 //! Services to create, replace or recreate, and in every member the copies to apply and the
 //! stale copies to delete — every member at once. A write that fails is a fact for `conclude`;
-//! the others go on.
+//! the others go on. Every write is recorded in the member's cache (read your writes, see
+//! [`super::cache::store`]), and every deletion carries the uid and resourceVersion the pass
+//! read, so an object re-created or changed since is never deleted.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use futures::future::join_all;
+use kube::api::Preconditions;
 
 use super::Context;
 use super::apply::{apply_copy, delete_slice};
+use super::cache;
 use super::report::Failure;
-use super::service::{Propagated, write};
+use super::service::{Propagated, Target, write};
 use super::snapshot::Snapshot;
 use crate::clusters::Cluster;
 use crate::engine::convert;
@@ -70,8 +75,9 @@ pub async fn write_all(
             .map(|w| write_service(ctx, object, snapshot, w)),
     );
     let slices = join_all(copies.into_iter().filter_map(|(cluster, member)| {
+        let cache = ctx.caches.member(cluster)?;
         let cluster = ctx.registry.member(cluster)?;
-        Some(member.write(ctx, object, namespace, cluster, snapshot))
+        Some(member.write(ctx, object, namespace, cluster, cache, snapshot))
     }));
     let (services, slices) = futures::join!(services, slices);
     let mut written = Written {
@@ -100,23 +106,57 @@ impl Member<'_> {
         object: &str,
         namespace: &str,
         cluster: &Cluster,
+        cache: cache::Member,
         snapshot: &Snapshot,
     ) -> Written {
         let mut written = Written::default();
         let member = cluster.name.as_str();
         for copy in self.apply {
-            let key = (member.to_string(), copy.name.clone());
-            let before = snapshot.versions.get(&key).cloned().flatten();
+            let before = snapshot
+                .slice(member, &copy.name)
+                .and_then(|s| s.metadata.resource_version.clone());
+            cache.slices.writing(&copy.namespace, &copy.name);
             match apply_copy(&cluster.client, member, &ctx.field_manager, copy.clone()).await {
-                Ok(version) if version != before => written.applied += 1,
-                Ok(_) => {}
-                Err(err) => written.slices.push(Failure::logged(object, member, &err)),
+                Ok(mut applied) => {
+                    if applied.metadata.resource_version != before {
+                        written.applied += 1;
+                    }
+                    cache::trim::slice(&mut applied);
+                    if cache.slices.wrote(applied) {
+                        // Changed by someone else since: look again.
+                        ctx.triggers.send(object, std::time::Instant::now());
+                    }
+                }
+                Err(err) => {
+                    cache.slices.abandoned(&copy.namespace, &copy.name);
+                    written.slices.push(Failure::logged(object, member, &err));
+                }
             }
         }
+        let service = object.split_once('/').map_or(object, |(_, name)| name);
         for name in self.delete {
-            match delete_slice(&cluster.client, member, namespace, name).await {
-                Ok(()) => written.deleted += 1,
-                Err(err) => written.slices.push(Failure::logged(object, member, &err)),
+            let read = snapshot.slice(member, name);
+            let uid = read.and_then(|s| s.metadata.uid.clone());
+            let version = read.and_then(|s| s.metadata.resource_version.clone());
+            cache.slices.writing(namespace, name);
+            match delete_slice(
+                &cluster.client,
+                member,
+                namespace,
+                name,
+                uid.clone(),
+                version,
+            )
+            .await
+            {
+                Ok(()) => {
+                    written.deleted += 1;
+                    cache.slices.deleted(namespace, name, service, uid);
+                }
+                Err(err) => {
+                    cache.slices.abandoned(namespace, name);
+                    written.slices.push(Failure::logged(object, member, &err));
+                }
             }
         }
         written
@@ -131,12 +171,27 @@ async fn write_service(
     service: &ServiceWrite,
 ) -> Option<Failure> {
     let cluster = ctx.registry.member(&service.cluster)?;
+    let cache = ctx.caches.member(&service.cluster)?;
     let template = snapshot.template.as_ref()?;
-    let uid = snapshot.service_uids.get(&cluster.name).cloned().flatten();
+    let read = snapshot.services.get(&cluster.name).map(|s| &s.metadata);
+    let precondition = Preconditions {
+        uid: read.and_then(|m| m.uid.clone()),
+        resource_version: read.and_then(|m| m.resource_version.clone()),
+    };
     let outcome = match convert::service_change(service.action.clone()) {
         Ok(change) => {
-            let client = &cluster.client;
-            write(&ctx.decider, client, &cluster.name, template, change, uid).await
+            let target = Target {
+                client: &cluster.client,
+                cluster: &cluster.name,
+                cache: &cache.services,
+                overtaken: AtomicBool::new(false),
+            };
+            let outcome = write(&ctx.decider, &target, template, change, precondition).await;
+            if target.overtaken.load(Ordering::Relaxed) {
+                // Changed by someone else right after our write: look again.
+                ctx.triggers.send(object, std::time::Instant::now());
+            }
+            outcome
         }
         Err(e) => Err(super::service::ServiceError::NotAService {
             cluster: cluster.name.clone(),

@@ -1,0 +1,389 @@
+//! The controller's caches: one watch per resource and cluster fills a [`Store`], and a pass
+//! reads only stores — no API request is made to read anything a pass decides on.
+//!
+//! | cluster | resource | group a pass reads |
+//! | --- | --- | --- |
+//! | hub | MultiClusterServices | by name |
+//! | hub | Services (the templates) | by name |
+//! | each member | EndpointSlices labelled `kubernetes.io/service-name` | by that label |
+//! | each member | Services | by name |
+//!
+//! Every change a watch delivers, other than the controller's own writes, triggers the pass of
+//! the MultiClusterService it concerns (if the hub has one of that namespace and name): a
+//! provider's slice, a copy edited or deleted by hand, a member's Service edited by hand or
+//! given a load balancer, a hub Service, an MCS's spec or deletion. A store that lists again
+//! after a failure triggers every MCS, since it may have missed changes
+//! ([`Reactions::relisted`]).
+//!
+//! **What a pass may assume** (docs/architecture.md, "Consistency of the caches"):
+//! - a store it reads is [`Health::Synced`]: it has listed, and applied every event since, so
+//!   it shows the cluster as it was a moment ago, never a state the cluster was not in. A
+//!   member with a store that is listing or broken is *unreadable* for the pass, which the
+//!   component handles as a failed read (keep the provider's copies, prune nothing from it,
+//!   retry);
+//! - the controller's own writes are seen at once ([`store`]'s read-your-writes);
+//! - anything else may lag, and a change it has not seen yet arrives as an event that
+//!   triggers another pass.
+//!
+//! **Why no user object is lost.** The component deletes only slices carrying all of the
+//! copy markers, and a member's Service only when it carries the created-by label, and only
+//! to create it again. Every delete carries a uid and resourceVersion precondition taken from
+//! the store, so an object that was re-created or changed since the store saw it is not
+//! deleted (409; the pass is retried once the store has caught up). Applies and replaces of
+//! our own objects are idempotent: made from a stale store they write what a fresh one would,
+//! or fail on the resourceVersion (409) and are re-read.
+
+pub mod store;
+pub mod trim;
+pub mod watch;
+
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+use std::time::Instant;
+
+use futures::channel::mpsc;
+use k8s_openapi::api::core::v1::Service;
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+use kube::api::DynamicObject;
+use kube::runtime::watcher;
+use kube::{Api, ResourceExt};
+use tokio::sync::Notify;
+use tokio::task::JoinHandle;
+
+use super::metrics::Metrics;
+use super::read::{SERVICE_NAME_LABEL, mcs_resource};
+use super::triggers::Triggers;
+use crate::clusters::{Cluster, Registry};
+pub use store::{Failure, Health, Store};
+use watch::{News, Watch};
+
+/// The caches of the hub.
+#[derive(Clone)]
+pub struct Hub {
+    /// The MultiClusterServices, whole (but `managedFields`).
+    pub mcs: Store<DynamicObject>,
+    /// The Services: the templates.
+    pub services: Store<Service>,
+}
+
+impl Hub {
+    /// Empty stores; the watches that fill them are started by the runtime.
+    pub fn new() -> Hub {
+        Hub {
+            mcs: Store::new(name_of),
+            services: Store::new(name_of),
+        }
+    }
+
+    /// Whether both hub stores have listed and are not broken.
+    pub fn synced(&self) -> bool {
+        self.mcs.health() == Health::Synced && self.services.health() == Health::Synced
+    }
+
+    /// Starts the watch of the hub's Services, triggering the MCS of each changed one.
+    pub fn watch_services(&self, hub: &Cluster, reactions: &Reactions) -> JoinHandle<()> {
+        let watch = Watch {
+            cluster: hub.name.clone(),
+            resource: "services",
+            api: Api::all(hub.client.clone()),
+            config: watcher::Config::default(),
+            store: self.services.clone(),
+            trim: trim::service,
+            mirror: None,
+            wake: Arc::default(),
+        };
+        let reactions = reactions.clone();
+        let cluster = hub.name.clone();
+        tokio::spawn(watch.run(move |news| reactions.react(&cluster, news)))
+    }
+}
+
+impl Default for Hub {
+    fn default() -> Self {
+        Hub::new()
+    }
+}
+
+/// The caches of one member cluster.
+#[derive(Clone)]
+pub struct Member {
+    /// Its EndpointSlices that belong to a Service.
+    pub slices: Store<EndpointSlice>,
+    /// Its Services.
+    pub services: Store<Service>,
+}
+
+impl Member {
+    /// Why the member cannot be read now, `None` when both stores are synced.
+    pub fn unreadable(&self) -> Option<Unreadable> {
+        let state = |health: Health| match health {
+            Health::Synced => None,
+            Health::Listing => Some(Unreadable::Listing),
+            Health::Broken(failure) => Some(Unreadable::Broken(failure)),
+        };
+        state(self.slices.health()).or_else(|| state(self.services.health()))
+    }
+}
+
+/// Why a member's caches cannot be read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Unreadable {
+    /// Not listed yet.
+    Listing,
+    /// Its watch failed; it is being listed again.
+    Broken(Failure),
+}
+
+impl Unreadable {
+    /// What the conditions say about `cluster`.
+    pub fn message(&self, cluster: &str) -> String {
+        match self {
+            Unreadable::Listing => format!(
+                "cluster {cluster} is not readable yet: its endpointslices and services are being listed"
+            ),
+            Unreadable::Broken(failure) => format!(
+                "cluster {cluster} is not readable: {} (failing for {}s; listing again)",
+                failure.message,
+                failure.since.elapsed().as_secs()
+            ),
+        }
+    }
+
+    /// Whether the cluster answered 404 to the list of EndpointSlices: it does not serve
+    /// them.
+    pub fn not_served(&self) -> bool {
+        matches!(self, Unreadable::Broken(f) if f.not_served)
+    }
+}
+
+/// What the caches do with the news of their watches: trigger passes, report lists.
+#[derive(Clone)]
+pub struct Reactions {
+    /// Where passes are requested.
+    pub triggers: Triggers,
+    /// The hub's MCSs: a change triggers a pass only when an MCS of its name exists.
+    pub mcs: Store<DynamicObject>,
+    /// A cluster (by name) whose store listed again after being unreadable.
+    pub relisted: mpsc::UnboundedSender<String>,
+    /// Watch failures are counted per cluster.
+    pub metrics: Arc<Metrics>,
+}
+
+impl Reactions {
+    /// Reacts to one event of a store of `cluster` grouped by MCS name (slices by their
+    /// Service, Services by name).
+    fn react<K: ResourceExt>(&self, cluster: &str, news: News<'_, K>) {
+        match news {
+            News::Failed { kind, .. } => self.metrics.cluster_error(cluster, kind),
+            News::Changed { own: true, .. } | News::Listed { .. } => {}
+            News::Changed {
+                object,
+                group: Some(group),
+                own: false,
+                ..
+            } => {
+                let namespace = object.namespace().unwrap_or_default();
+                if self.mcs.get(&namespace, group).is_some() {
+                    let key = format!("{namespace}/{group}");
+                    self.triggers.send(&key, Instant::now());
+                }
+            }
+            News::Changed { group: None, .. } => {}
+            News::Synced { returned } => {
+                if returned {
+                    self.relisted.unbounded_send(cluster.to_string()).ok();
+                }
+            }
+        }
+    }
+}
+
+/// Every cache a pass reads: the hub's, and the members' by name. Cloning gives another
+/// handle on the same caches.
+#[derive(Clone, Default)]
+pub struct Caches {
+    pub hub: Hub,
+    members: Arc<RwLock<HashMap<String, Member>>>,
+}
+
+impl Caches {
+    /// The caches of every member.
+    pub fn members(&self) -> Vec<Member> {
+        let members = self.members.read().unwrap_or_else(|p| p.into_inner());
+        members.values().cloned().collect()
+    }
+
+    /// The caches of member `name`, if it is cached.
+    pub fn member(&self, name: &str) -> Option<Member> {
+        let members = self.members.read().unwrap_or_else(|p| p.into_inner());
+        members.get(name).cloned()
+    }
+}
+
+/// The running caches of the members, following the membership.
+pub struct Members {
+    running: HashMap<String, Running>,
+    /// What passes read: the stores by member name.
+    shared: Arc<RwLock<HashMap<String, Member>>>,
+}
+
+struct Running {
+    client_id: u64,
+    tasks: Vec<JoinHandle<()>>,
+    /// Wakes its watches that wait to list again.
+    wake: Arc<Notify>,
+}
+
+impl Drop for Members {
+    fn drop(&mut self) {
+        for (_, running) in self.running.drain() {
+            running.stop();
+        }
+    }
+}
+
+impl Running {
+    fn stop(self) {
+        for task in self.tasks {
+            task.abort();
+        }
+    }
+}
+
+impl Members {
+    /// No member cached yet; passes read the members' stores through `caches`.
+    pub fn new(caches: &Caches) -> Members {
+        Members {
+            running: HashMap::new(),
+            shared: caches.members.clone(),
+        }
+    }
+
+    /// Starts the caches of members of `registry` not cached yet, or cached through another
+    /// client than their current one (rotated credentials: listed again through the new one);
+    /// stops those of members no longer in it.
+    pub fn follow(&mut self, registry: &Registry, reactions: &Reactions) {
+        let mut shared = self.shared.write().unwrap_or_else(|p| p.into_inner());
+        let stale: Vec<String> = self
+            .running
+            .iter()
+            .filter(|(name, running)| {
+                registry
+                    .member(name)
+                    .is_none_or(|m| m.client_id != running.client_id)
+            })
+            .map(|(name, _)| name.clone())
+            .collect();
+        for name in stale {
+            if registry.member(&name).is_some() {
+                tracing::info!(cluster = %name, "member has a new client: its caches list again");
+            } else {
+                tracing::info!(cluster = %name, "member left: its caches are dropped");
+            }
+            if let Some(running) = self.running.remove(&name) {
+                running.stop();
+            }
+            shared.remove(&name);
+        }
+        for member in &registry.members {
+            if self.running.contains_key(&member.name) {
+                continue;
+            }
+            let wake = Arc::new(Notify::new());
+            let (cache, tasks) = start_member(member, reactions, &wake);
+            shared.insert(member.name.clone(), cache);
+            let client_id = member.client_id;
+            let running = Running {
+                client_id,
+                tasks,
+                wake,
+            };
+            self.running.insert(member.name.clone(), running);
+        }
+    }
+
+    /// Ends the backoff of the failed watches of `members` (they answer again): they list now.
+    pub fn wake(&self, members: &[String]) {
+        for name in members {
+            if let Some(running) = self.running.get(name) {
+                running.wake.notify_waiters();
+            }
+        }
+    }
+
+    /// The members cached now, with the client id each cache uses.
+    pub fn cached(&self) -> Vec<(String, u64)> {
+        let mut out: Vec<_> = self
+            .running
+            .iter()
+            .map(|(name, r)| (name.clone(), r.client_id))
+            .collect();
+        out.sort();
+        out
+    }
+}
+
+/// Starts a member's two watches.
+fn start_member(
+    member: &Cluster,
+    reactions: &Reactions,
+    wake: &Arc<Notify>,
+) -> (Member, Vec<JoinHandle<()>>) {
+    let cache = Member {
+        slices: Store::new(service_name_of),
+        services: Store::new(name_of),
+    };
+    let slices = Watch {
+        cluster: member.name.clone(),
+        resource: "endpointslices",
+        api: Api::all(member.client.clone()),
+        config: watcher::Config::default().labels(SERVICE_NAME_LABEL),
+        store: cache.slices.clone(),
+        trim: trim::slice,
+        mirror: None,
+        wake: wake.clone(),
+    };
+    let services = Watch {
+        cluster: member.name.clone(),
+        resource: "services",
+        api: Api::all(member.client.clone()),
+        config: watcher::Config::default(),
+        store: cache.services.clone(),
+        trim: trim::service,
+        mirror: None,
+        wake: wake.clone(),
+    };
+    let tasks = vec![
+        spawn_reacting(slices, &member.name, reactions),
+        spawn_reacting(services, &member.name, reactions),
+    ];
+    (cache, tasks)
+}
+
+fn spawn_reacting<K>(watch: Watch<K>, cluster: &str, reactions: &Reactions) -> JoinHandle<()>
+where
+    K: kube::Resource
+        + Clone
+        + std::fmt::Debug
+        + serde::de::DeserializeOwned
+        + Send
+        + Sync
+        + 'static,
+{
+    let reactions = reactions.clone();
+    let cluster = cluster.to_string();
+    tokio::spawn(watch.run(move |news| reactions.react(&cluster, news)))
+}
+
+/// The hub's MultiClusterServices' watch, as the resource the Controller runs on.
+pub fn mcs_api(hub: &Cluster) -> Api<DynamicObject> {
+    Api::all_with(hub.client.clone(), &mcs_resource())
+}
+
+fn name_of<K: ResourceExt>(object: &K) -> Option<String> {
+    object.meta().name.clone()
+}
+
+fn service_name_of(slice: &EndpointSlice) -> Option<String> {
+    slice.labels().get(SERVICE_NAME_LABEL).cloned()
+}
