@@ -297,6 +297,35 @@ impl World {
         post(&self.http, url, "/_sim/faults", &fault).await;
     }
 
+    /// The resource requests the cluster at `url` received since its log was last cleared
+    /// (kube-sim's request log), as `verb resource` (`patch endpointslices`), watches left out.
+    pub async fn requests(&self, url: &str) -> Vec<String> {
+        let log = get(&self.http, url, "/_sim/requests")
+            .await
+            .expect("request log");
+        log["requests"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["resourceRequest"] == true && r["verb"] != "watch")
+            .map(|r| {
+                let resource = r["resource"].as_str().unwrap_or_default();
+                let sub = r["subresource"].as_str().unwrap_or_default();
+                let resource = if sub.is_empty() {
+                    resource.to_string()
+                } else {
+                    format!("{resource}/{sub}")
+                };
+                format!("{} {resource}", r["verb"].as_str().unwrap_or_default())
+            })
+            .collect()
+    }
+
+    /// Forgets the requests the cluster at `url` received so far.
+    pub async fn clear_requests(&self, url: &str) {
+        delete(&self.http, url, "/_sim/requests").await;
+    }
+
     /// Makes the cluster at `url` unreachable (`true`) or reachable again.
     pub async fn unreachable(&self, url: &str, on: bool) {
         post(&self.http, url, "/_sim/unreachable", &json!({ "on": on })).await;

@@ -114,6 +114,14 @@ pub struct Member {
 }
 
 impl Member {
+    /// Empty stores, [`Health::Listing`].
+    pub fn new() -> Member {
+        Member {
+            slices: Store::new(service_name_of),
+            services: Store::new(name_of),
+        }
+    }
+
     /// Why the member cannot be read now, `None` when both stores are synced.
     pub fn unreadable(&self) -> Option<Unreadable> {
         let state = |health: Health| match health {
@@ -122,6 +130,12 @@ impl Member {
             Health::Broken(failure) => Some(Unreadable::Broken(failure)),
         };
         state(self.slices.health()).or_else(|| state(self.services.health()))
+    }
+}
+
+impl Default for Member {
+    fn default() -> Self {
+        Member::new()
     }
 }
 
@@ -211,6 +225,13 @@ impl Caches {
     pub fn members(&self) -> Vec<Member> {
         let members = self.members.read().unwrap_or_else(|p| p.into_inner());
         members.values().cloned().collect()
+    }
+
+    /// Makes `member` the caches of member `name`: for a host that runs passes over caches it
+    /// fills itself (and for tests); the controller's own members come from [`Members`].
+    pub fn set_member(&self, name: &str, member: Member) {
+        let mut members = self.members.write().unwrap_or_else(|p| p.into_inner());
+        members.insert(name.to_string(), member);
     }
 
     /// The caches of member `name`, if it is cached.
@@ -329,10 +350,7 @@ fn start_member(
     reactions: &Reactions,
     wake: &Arc<Notify>,
 ) -> (Member, Vec<JoinHandle<()>>) {
-    let cache = Member {
-        slices: Store::new(service_name_of),
-        services: Store::new(name_of),
-    };
+    let cache = Member::new();
     let slices = Watch {
         cluster: member.name.clone(),
         resource: "endpointslices",
