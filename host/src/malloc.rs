@@ -37,3 +37,20 @@ pub fn release_freed() {
         libc::malloc_trim(0);
     }
 }
+
+/// Bytes the heap holds for the program now (glibc `mallinfo2`: in use in the arenas plus
+/// mmapped blocks), `None` where that cannot be asked. For the sync controller's memory
+/// metric: what its caches cost, per object.
+pub fn heap_in_use() -> Option<u64> {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        // SAFETY: `mallinfo2` only reads glibc's allocator statistics; it has no
+        // preconditions.
+        let info = unsafe { libc::mallinfo2() };
+        u64::try_from(info.uordblks.saturating_add(info.hblkhd)).ok()
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    {
+        None
+    }
+}

@@ -1,13 +1,22 @@
 //! Scale benchmark of `mcs-policy sync` against kube-sim clusters (BENCHMARKS.md, "Sync
 //! controller at scale"; run it with `scripts/bench-sync.sh`).
 //!
-//! 1. **Propagation latency** (a hub and `SYNC_BENCH_LATENCY_MEMBERS` members): sequential
-//!    PUTs of a native EndpointSlice in a provider, each timed from just before the PUT to the
-//!    moment a watch on each consumer delivers the copy with the new address.
+//! 1. **Propagation latency** (a hub and `SYNC_BENCH_LATENCY_MEMBERS` members, one run per
+//!    size in that list): sequential PUTs of a native EndpointSlice in a provider, each timed
+//!    from just before the PUT to the moment a watch on each consumer delivers the copy with
+//!    the new address; the API requests every cluster received during the writes (kube-sim's
+//!    request log), per write.
 //! 2. **Cold start** (a hub and `SYNC_BENCH_MEMBERS` members): `SYNC_BENCH_MCS`
 //!    MultiClusterServices, their hub Services and two native slices each are preloaded, then
 //!    the controller starts; timed until every expected copy is in every consumer, and until
-//!    every MCS reports `EndpointSliceDispatched=True`. The controller's RSS is sampled.
+//!    every MCS reports `EndpointSliceDispatched=True`. The controller's RSS is sampled; its
+//!    heap and cached objects are read from its metrics.
+//! 3. **Resync at rest** (the cold start's fleet, once converged): the API requests and the
+//!    controller CPU of one `--resync-interval` window holding one resync of every MCS, with
+//!    nothing changed.
+//!
+//! The controller is `SYNC_BENCH_BIN` when set (to compare builds side by side), else the
+//! workspace's release `mcs-policy`.
 //!
 //! Sizes come from environment variables (see [`Settings::from_env`]).
 
@@ -20,9 +29,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use tests::sync::{
-    DISPATCH, MANAGED_BY, ObjectRef, WatchEvent, ensure_namespace, free_addr, get, mcs_of,
-    mcs_path, metric, native_slice_of, post, put, service_of, services_path, slices_path,
-    start_clusters, watch, write_kubeconfig,
+    DISPATCH, MANAGED_BY, ObjectRef, Request, WatchEvent, clear_request_log, ensure_namespace,
+    free_addr, get, mcs_of, mcs_path, metric, native_slice_of, post, put, resource_requests,
+    service_of, services_path, slices_path, start_clusters, watch, write_kubeconfig,
 };
 use tests::{KillOnDrop, binary};
 use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
@@ -34,8 +43,9 @@ const WRITE_DEADLINE: Duration = Duration::from_secs(5);
 
 /// What to run, from the environment (defaults: the targets of BENCHMARKS.md).
 struct Settings {
-    /// `SYNC_BENCH_LATENCY_MEMBERS` (9: ten clusters with the hub).
-    latency_members: usize,
+    /// `SYNC_BENCH_LATENCY_MEMBERS`, comma-separated: one latency run per value (9: ten
+    /// clusters with the hub).
+    latency_members: Vec<usize>,
     /// `SYNC_BENCH_LATENCY_MCS` (10).
     latency_mcs: usize,
     /// `SYNC_BENCH_WRITES` (300).
@@ -54,6 +64,8 @@ struct Settings {
     phases: String,
     /// `SYNC_BENCH_LOG`: the controller's `RUST_LOG` (`info`).
     log: String,
+    /// `SYNC_BENCH_BIN`: the `mcs-policy` binary to run (default: the workspace's).
+    bin: PathBuf,
 }
 
 impl Settings {
@@ -65,7 +77,10 @@ impl Settings {
                 .unwrap_or_else(|_| panic!("{name}={text}: not a number"))
         };
         Settings {
-            latency_members: num("SYNC_BENCH_LATENCY_MEMBERS", 9),
+            latency_members: var("SYNC_BENCH_LATENCY_MEMBERS", "9")
+                .split(',')
+                .map(|w| w.trim().parse().expect("SYNC_BENCH_LATENCY_MEMBERS: numbers"))
+                .collect(),
             latency_mcs: num("SYNC_BENCH_LATENCY_MCS", 10),
             writes: num("SYNC_BENCH_WRITES", 300),
             members: num("SYNC_BENCH_MEMBERS", 20),
@@ -78,6 +93,8 @@ impl Settings {
             timeout: Duration::from_secs(num("SYNC_BENCH_TIMEOUT", 120) as u64),
             phases: var("SYNC_BENCH_PHASES", "latency,cold"),
             log: var("SYNC_BENCH_LOG", "info"),
+            bin: std::env::var_os("SYNC_BENCH_BIN")
+                .map_or_else(|| binary("mcs-policy"), PathBuf::from),
         }
     }
 }
@@ -86,8 +103,11 @@ impl Settings {
 async fn main() {
     let settings = Settings::from_env();
     print_machine();
+    println!("controller: {}", settings.bin.display());
     if settings.phases.contains("latency") {
-        latency(&settings).await;
+        for &members in &settings.latency_members {
+            latency(&settings, members).await;
+        }
     }
     if settings.phases.contains("cold") {
         let mut rows = Vec::new();
@@ -168,7 +188,7 @@ impl Fleet {
         contexts.extend(self.members.iter().map(|(n, u)| (n.as_str(), u.as_str())));
         let kubeconfig = write_kubeconfig(&self.dir, &contexts);
         let log = File::create(self.log_path()).unwrap();
-        let child = Command::new(binary("mcs-policy"))
+        let child = Command::new(&settings.bin)
             .arg("sync")
             .arg("--kubeconfig")
             .arg(&kubeconfig)
@@ -202,6 +222,29 @@ impl Fleet {
             Ok(resp) => resp.text().await.unwrap_or_default(),
             Err(_) => String::new(),
         }
+    }
+
+    /// Every cluster's URL, the hub first.
+    fn urls(&self) -> Vec<&str> {
+        std::iter::once(self.hub.as_str())
+            .chain(self.members.iter().map(|(_, u)| u.as_str()))
+            .collect()
+    }
+
+    /// Forgets the request log of every cluster.
+    async fn clear_request_logs(&self) {
+        for url in self.urls() {
+            clear_request_log(&self.http, url).await;
+        }
+    }
+
+    /// The resource requests every cluster received since the logs were cleared.
+    async fn request_logs(&self) -> Vec<Request> {
+        let mut all = Vec::new();
+        for url in self.urls() {
+            all.extend(resource_requests(&self.http, url).await);
+        }
+        all
     }
 
     /// Opens a watch of our copies in namespace `ns` on every member; events are tagged with
@@ -308,10 +351,10 @@ async fn preload(http: &reqwest::Client, requests: Vec<(String, String, Value)>)
 // ---------------------------------------------------------------------------------------------
 // 1. Propagation latency
 
-async fn latency(settings: &Settings) {
+async fn latency(settings: &Settings, members: usize) {
     let ns = "lat";
-    let mut fleet = Fleet::start("latency", settings.latency_members).await;
-    let all = workload(settings.latency_mcs, settings.latency_members);
+    let mut fleet = Fleet::start(&format!("latency-{members}"), members).await;
+    let all = workload(settings.latency_mcs, members);
     let members = fleet.members.len();
     println!(
         "\n== propagation latency: hub + {members} members, {} MCS (one provider each, consumers = all members), {} sequential writes, --workers {}, --resync-interval {}",
@@ -343,6 +386,7 @@ async fn latency(settings: &Settings) {
     println!("initial copies in place after {:.2?}", started.elapsed());
     tokio::time::sleep(Duration::from_secs(1)).await;
     let before = fleet.metrics().await;
+    fleet.clear_request_logs().await;
     let mut first = Vec::new();
     let mut last = Vec::new();
     let mut missed = 0;
@@ -357,6 +401,7 @@ async fn latency(settings: &Settings) {
         }
     }
     let after = fleet.metrics().await;
+    let requests = fleet.request_logs().await;
     println!("(client side, from just before the PUT to the watch event on the consumer)");
     print_latencies("first consumer", &mut first);
     print_latencies(&format!("all {} consumers", members - 1), &mut last);
@@ -364,6 +409,29 @@ async fn latency(settings: &Settings) {
         println!("writes not seen in every consumer within {WRITE_DEADLINE:?}: {missed}");
     }
     print_histogram_delta(&before, &after);
+    print_requests_per_write(&requests, settings.writes);
+    let heap = metric(&after, "mcs_policy_sync_heap_bytes").unwrap_or(0.0);
+    println!("controller heap {:.1} MB", heap / 1e6);
+}
+
+/// The API requests the clusters received during the writes, per write: reads (get, list)
+/// and writes by the controller (the bench's own PUT of each write left out); watches are
+/// long-lived and not counted.
+fn print_requests_per_write(requests: &[Request], writes: usize) {
+    let reads = requests.iter().filter(|r| r.is_read()).count();
+    let written = requests.iter().filter(|r| r.is_write()).count();
+    let controller_writes = written.saturating_sub(writes);
+    let mut by_kind: HashMap<String, usize> = HashMap::new();
+    for r in requests.iter().filter(|r| r.verb != "watch") {
+        *by_kind.entry(format!("{} {}", r.verb, r.resource)).or_default() += 1;
+    }
+    let mut kinds: Vec<_> = by_kind.into_iter().collect();
+    kinds.sort();
+    println!(
+        "API requests per write (all clusters): {:.2} reads, {:.2} controller writes (+1 the bench's PUT); in all: {kinds:?}",
+        reads as f64 / writes as f64,
+        controller_writes as f64 / writes as f64,
+    );
 }
 
 /// Consumers of an MCS whose provider is `provider`: every other member.
@@ -507,6 +575,23 @@ struct ColdRow {
     controller_cpu: f64,
     sims_cpu: f64,
     metrics: String,
+    /// One resync at rest, once converged.
+    resync: Option<ResyncRow>,
+}
+
+/// One resync window at rest.
+struct ResyncRow {
+    /// From just after one resync's passes to just after the next one's.
+    window: Duration,
+    /// Controller CPU over the window.
+    cpu: f64,
+    /// Controller CPU per second while idle (measured just before the window).
+    idle_rate: f64,
+    /// Passes run in the window (one per MCS expected).
+    reconciles: f64,
+    /// API requests (watches left out) every cluster received in the window, and of them reads.
+    requests: usize,
+    reads: usize,
 }
 
 async fn cold_start(settings: &Settings, workers: u16) -> ColdRow {
@@ -569,9 +654,84 @@ async fn cold_start(settings: &Settings, workers: u16) -> ColdRow {
         controller_cpu: cpu_seconds(pid),
         sims_cpu,
         metrics: fleet.metrics().await,
+        resync: None,
     };
     print_cold_details(&fleet, &row, start.elapsed());
-    row
+    let resync = match dispatched {
+        Some(_) => resync_at_rest(&fleet, pid, all.len(), settings.timeout).await,
+        None => None,
+    };
+    ColdRow { resync, ..row }
+}
+
+/// The controller's counter `name` now.
+async fn counter(fleet: &Fleet, name: &str) -> f64 {
+    metric(&fleet.metrics().await, name).unwrap_or(0.0)
+}
+
+/// Waits until the resync counter moves past `passes`, then until the reconciles counter has
+/// not moved for a second; `None` after `limit`.
+async fn await_resync_done(fleet: &Fleet, passes: f64, limit: Duration) -> Option<()> {
+    let deadline = Instant::now() + limit;
+    while counter(fleet, "mcs_policy_sync_passes_total").await <= passes {
+        if Instant::now() > deadline {
+            return None;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let mut last = counter(fleet, "mcs_policy_sync_reconciles_total").await;
+    loop {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let now = counter(fleet, "mcs_policy_sync_reconciles_total").await;
+        if now == last {
+            return Some(());
+        }
+        if Instant::now() > deadline {
+            return None;
+        }
+        last = now;
+    }
+}
+
+/// One `--resync-interval` window holding one resync of every MCS, nothing changed: its
+/// requests and CPU.
+async fn resync_at_rest(fleet: &Fleet, pid: u32, mcs: usize, limit: Duration) -> Option<ResyncRow> {
+    let passes = counter(fleet, "mcs_policy_sync_passes_total").await;
+    await_resync_done(fleet, passes, limit).await?;
+    let idle_from = cpu_seconds(pid);
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let idle_rate = (cpu_seconds(pid) - idle_from) / 3.0;
+    let passes = counter(fleet, "mcs_policy_sync_passes_total").await;
+    let reconciles = counter(fleet, "mcs_policy_sync_reconciles_total").await;
+    fleet.clear_request_logs().await;
+    let (start, cpu) = (Instant::now(), cpu_seconds(pid));
+    await_resync_done(fleet, passes, limit).await?;
+    let row = ResyncRow {
+        window: start.elapsed(),
+        cpu: cpu_seconds(pid) - cpu,
+        idle_rate,
+        reconciles: counter(fleet, "mcs_policy_sync_reconciles_total").await - reconciles,
+        requests: 0,
+        reads: 0,
+    };
+    let requests = fleet.request_logs().await;
+    let requests: Vec<_> = requests.into_iter().filter(|r| r.verb != "watch").collect();
+    let row = ResyncRow {
+        requests: requests.len(),
+        reads: requests.iter().filter(|r| r.is_read()).count(),
+        ..row
+    };
+    println!(
+        "resync at rest ({mcs} MCS): {} passes, {} API requests ({} reads) in a {:.1} s window; controller CPU {:.2} s in the window, idle {:.3} s/s => the resync's own ~{:.2} s",
+        row.reconciles,
+        row.requests,
+        row.reads,
+        row.window.as_secs_f64(),
+        row.cpu,
+        row.idle_rate,
+        row.cpu - row.idle_rate * row.window.as_secs_f64()
+    );
+    Some(row)
 }
 
 /// Per member, the names of the copies it must hold: two per MCS it does not provide.
@@ -694,6 +854,18 @@ fn print_cold_details(fleet: &Fleet, row: &ColdRow, elapsed: Duration) {
         row.sims_cpu,
         elapsed.as_secs_f64()
     );
+    let cached: f64 = row
+        .metrics
+        .lines()
+        .filter(|l| l.starts_with("mcs_policy_sync_cached_objects{"))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum();
+    let heap = value("mcs_policy_sync_heap_bytes");
+    println!(
+        "caches: {cached:.0} objects; heap {:.1} MB = {:.0} bytes per cached object (everything on the heap counted)",
+        heap / 1e6,
+        if cached > 0.0 { heap / cached } else { 0.0 }
+    );
     println!(
         "metrics: reconciles {} (change-driven {}) resync passes {} applied {} deleted {} cluster errors {errors:.0}; log: {} WARN lines ({})",
         value("mcs_policy_sync_reconciles_total"),
@@ -714,12 +886,21 @@ fn print_cold_table(settings: &Settings, rows: &[ColdRow]) {
         settings.members, settings.mcs, settings.resync
     );
     println!(
-        "| workers | preload | all copies | all Dispatched=True | copies listed | services listed | VmHWM | VmRSS after | controller CPU | kube-sim CPU |"
+        "| workers | preload | all copies | all Dispatched=True | copies listed | services listed | VmHWM | VmRSS after | controller CPU | kube-sim CPU | resync at rest: requests, controller CPU |"
     );
-    println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |");
+    println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |");
     for r in rows {
+        let resync = r.resync.as_ref().map_or("-".to_string(), |x| {
+            format!(
+                "{} ({} reads), {:.2} s ({:.2} s over idle)",
+                x.requests,
+                x.reads,
+                x.cpu,
+                x.cpu - x.idle_rate * x.window.as_secs_f64()
+            )
+        });
         println!(
-            "| {} | {:.1} s | {} | {} | {}/{} | {} | {} MB | {} MB | {:.1} s | {:.1} s |",
+            "| {} | {:.1} s | {} | {} | {}/{} | {} | {} MB | {} MB | {:.1} s | {:.1} s | {resync} |",
             r.workers,
             r.preload.as_secs_f64(),
             secs(r.copies),

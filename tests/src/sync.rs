@@ -300,30 +300,17 @@ impl World {
     /// The resource requests the cluster at `url` received since its log was last cleared
     /// (kube-sim's request log), as `verb resource` (`patch endpointslices`), watches left out.
     pub async fn requests(&self, url: &str) -> Vec<String> {
-        let log = get(&self.http, url, "/_sim/requests")
+        resource_requests(&self.http, url)
             .await
-            .expect("request log");
-        log["requests"]
-            .as_array()
-            .unwrap()
             .iter()
-            .filter(|r| r["resourceRequest"] == true && r["verb"] != "watch")
-            .map(|r| {
-                let resource = r["resource"].as_str().unwrap_or_default();
-                let sub = r["subresource"].as_str().unwrap_or_default();
-                let resource = if sub.is_empty() {
-                    resource.to_string()
-                } else {
-                    format!("{resource}/{sub}")
-                };
-                format!("{} {resource}", r["verb"].as_str().unwrap_or_default())
-            })
+            .filter(|r| r.verb != "watch")
+            .map(|r| format!("{} {}", r.verb, r.resource))
             .collect()
     }
 
     /// Forgets the requests the cluster at `url` received so far.
     pub async fn clear_requests(&self, url: &str) {
-        delete(&self.http, url, "/_sim/requests").await;
+        clear_request_log(&self.http, url).await;
     }
 
     /// Makes the cluster at `url` unreachable (`true`) or reachable again.
@@ -338,6 +325,56 @@ impl Drop for World {
         self.controllers.clear();
         std::fs::remove_dir_all(&self.dir).ok();
     }
+}
+
+/// One resource request of kube-sim's request log.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Request {
+    /// `get`, `list`, `watch`, `create`, `update`, `patch`, `delete`, `deletecollection`.
+    pub verb: String,
+    /// `endpointslices`, or `services/status` with a subresource.
+    pub resource: String,
+}
+
+impl Request {
+    /// Whether the request reads (a get or a list; a watch is not counted as a read).
+    pub fn is_read(&self) -> bool {
+        matches!(self.verb.as_str(), "get" | "list")
+    }
+
+    /// Whether the request writes.
+    pub fn is_write(&self) -> bool {
+        !self.is_read() && self.verb != "watch"
+    }
+}
+
+/// The resource requests the cluster at `url` received since its log was last cleared
+/// (kube-sim's `/_sim/requests`), oldest first.
+pub async fn resource_requests(http: &reqwest::Client, url: &str) -> Vec<Request> {
+    let log = get(http, url, "/_sim/requests").await.expect("request log");
+    log["requests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["resourceRequest"] == true)
+        .map(|r| {
+            let resource = r["resource"].as_str().unwrap_or_default();
+            let sub = r["subresource"].as_str().unwrap_or_default();
+            Request {
+                verb: r["verb"].as_str().unwrap_or_default().to_string(),
+                resource: if sub.is_empty() {
+                    resource.to_string()
+                } else {
+                    format!("{resource}/{sub}")
+                },
+            }
+        })
+        .collect()
+}
+
+/// Forgets the requests the cluster at `url` received so far.
+pub async fn clear_request_log(http: &reqwest::Client, url: &str) {
+    delete(http, url, "/_sim/requests").await;
 }
 
 /// A CRD of `policies/crds/`, as JSON.

@@ -32,6 +32,8 @@ pub struct Metrics {
     propagation: Histogram,
     queue_depth: Gauge,
     leader: Gauge,
+    cached: Family<Labels, Gauge>,
+    heap: Gauge,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -88,7 +90,21 @@ impl Default for Metrics {
             "1 while this replica leads (holds the leader Lease, or runs without --leader-elect) and syncs, else 0",
             leader.clone(),
         );
+        let cached = Family::<Labels, Gauge>::default();
+        registry.register(
+            "cached_objects",
+            "Objects held in the controller's caches, by resource (multiclusterservices, services, endpointslices), hub and members summed",
+            cached.clone(),
+        );
+        let heap = Gauge::default();
+        registry.register(
+            "heap_bytes",
+            "Bytes the controller's heap holds (glibc mallinfo2; 0 where unknown): with cached_objects, what a cached object costs",
+            heap.clone(),
+        );
         Metrics {
+            cached,
+            heap,
             leader,
             registry,
             propagation,
@@ -133,6 +149,15 @@ impl Metrics {
     /// Whether this replica leads now.
     pub fn leader(&self, leading: bool) {
         self.leader.set(i64::from(leading));
+    }
+
+    /// `count` objects of `resource` are cached; the heap size is read again.
+    pub fn cached(&self, resource: &str, count: usize) {
+        let labels = vec![("resource", resource.to_string())];
+        let count = i64::try_from(count).unwrap_or(i64::MAX);
+        self.cached.get_or_create(&labels).set(count);
+        let heap = crate::malloc::heap_in_use().unwrap_or(0);
+        self.heap.set(i64::try_from(heap).unwrap_or(i64::MAX));
     }
 
     /// One failed step against `cluster`, of `kind`.

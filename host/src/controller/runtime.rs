@@ -176,6 +176,7 @@ pub async fn sync(
                 }
             }
             ctx.metrics.queue_depth(changes.len());
+            ctx.caches.count(&ctx.metrics);
         }
     };
     tokio::select! {

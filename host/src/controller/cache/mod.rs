@@ -227,6 +227,17 @@ impl Caches {
         members.values().cloned().collect()
     }
 
+    /// Reports how many objects the caches hold, by resource, to `metrics`.
+    pub fn count(&self, metrics: &Metrics) {
+        let members = self.members();
+        let slices = members.iter().map(|m| m.slices.len()).sum();
+        let services =
+            self.hub.services.len() + members.iter().map(|m| m.services.len()).sum::<usize>();
+        metrics.cached("multiclusterservices", self.hub.mcs.len());
+        metrics.cached("services", services);
+        metrics.cached("endpointslices", slices);
+    }
+
     /// Makes `member` the caches of member `name`: for a host that runs passes over caches it
     /// fills itself (and for tests); the controller's own members come from [`Members`].
     pub fn set_member(&self, name: &str, member: Member) {
