@@ -86,6 +86,7 @@ pub async fn sync(ctx: Context, source: Source, args: &SyncArgs) {
     let mut watches = Watches::start(source.hub(), &triggers);
     let mut sweeps = Tasks(Vec::new());
     if let Some(first) = refresh(&source, &membership).await {
+        ctx.health.synced();
         watches.follow(&first.registry, &triggers);
         sweeps.0.push(spawn_sweep(&ctx, &first));
     }
