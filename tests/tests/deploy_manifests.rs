@@ -683,8 +683,8 @@ fn kustomization_lists_every_other_yaml_file(dir: &Path) -> BTreeSet<String> {
         .into_iter()
         .map(String::from)
         .collect();
-    // Opt-in files are listed as commented-out entries (`# - rbac-sync.yaml`), so applying the
-    // folder does not grant what nothing uses yet.
+    // Opt-in files may be listed as commented-out entries (`# - extra.yaml`), so applying the
+    // folder does not make what the user did not ask for.
     let opt_in: BTreeSet<String> = text
         .lines()
         .filter_map(|l| l.trim().strip_prefix('#')?.trim().strip_prefix("- "))
