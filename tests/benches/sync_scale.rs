@@ -79,7 +79,11 @@ impl Settings {
         Settings {
             latency_members: var("SYNC_BENCH_LATENCY_MEMBERS", "9")
                 .split(',')
-                .map(|w| w.trim().parse().expect("SYNC_BENCH_LATENCY_MEMBERS: numbers"))
+                .map(|w| {
+                    w.trim()
+                        .parse()
+                        .expect("SYNC_BENCH_LATENCY_MEMBERS: numbers")
+                })
                 .collect(),
             latency_mcs: num("SYNC_BENCH_LATENCY_MCS", 10),
             writes: num("SYNC_BENCH_WRITES", 300),
@@ -423,7 +427,9 @@ fn print_requests_per_write(requests: &[Request], writes: usize) {
     let controller_writes = written.saturating_sub(writes);
     let mut by_kind: HashMap<String, usize> = HashMap::new();
     for r in requests.iter().filter(|r| r.verb != "watch") {
-        *by_kind.entry(format!("{} {}", r.verb, r.resource)).or_default() += 1;
+        *by_kind
+            .entry(format!("{} {}", r.verb, r.resource))
+            .or_default() += 1;
     }
     let mut kinds: Vec<_> = by_kind.into_iter().collect();
     kinds.sort();

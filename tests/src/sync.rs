@@ -70,7 +70,18 @@ impl World {
 
     /// The clusters and the CRD; namespace `shop` exists nowhere yet.
     pub async fn bare_clusters(test: &str, member3: bool) -> World {
-        let (hub_sim, hub) = kube_sim("hub");
+        World::bare_clusters_with(test, member3, &[], reqwest::Client::new()).await
+    }
+
+    /// [`World::bare_clusters`] with `hub_flags` for the hub's kube-sim (e.g. `["--token", T]`)
+    /// and `http` as the tests' client (e.g. one sending that token).
+    pub async fn bare_clusters_with(
+        test: &str,
+        member3: bool,
+        hub_flags: &[&str],
+        http: reqwest::Client,
+    ) -> World {
+        let (hub_sim, hub) = kube_sim_with("hub", hub_flags);
         let (m1_sim, member1) = kube_sim("member1");
         let (m2_sim, member2) = kube_sim("member2");
         let mut sims = vec![hub_sim, m1_sim, m2_sim];
@@ -82,7 +93,6 @@ impl World {
         let dir =
             std::env::temp_dir().join(format!("mcs-policy-sync-{}-{test}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        let http = reqwest::Client::new();
         post(
             &http,
             &hub,
@@ -139,14 +149,21 @@ impl World {
 
     /// Starts `mcs-policy <args>`, its stderr in `controller-<index>.log`; returns the index.
     pub fn spawn_controller(&mut self, args: &[String]) -> usize {
+        let mut command = Command::new(binary("mcs-policy"));
+        command.args(args);
+        self.spawn_command(command)
+    }
+
+    /// Starts `command` (which runs a controller), its stderr in `controller-<index>.log`;
+    /// returns the index.
+    pub fn spawn_command(&mut self, mut command: Command) -> usize {
         let index = self.controllers.len();
         let log = File::create(self.log_path(index)).unwrap();
-        let child = Command::new(binary("mcs-policy"))
-            .args(args)
+        let child = command
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()
-            .expect("mcs-policy sync starts");
+            .unwrap_or_else(|err| panic!("{command:?} starts: {err}"));
         self.controllers.push(Some(KillOnDrop(child)));
         index
     }

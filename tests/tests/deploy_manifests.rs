@@ -1,7 +1,9 @@
-//! The deployment manifests (policies/deploy) and the CRD (policies/crds): every YAML document
-//! parses and names a Kubernetes object, the fields that make the server run safely are set,
-//! the kustomization and the Dockerfile hang together, and `mcs-policy manifests` prints the
-//! webhook configurations that point an API server at the Service.
+//! The deployment manifests (policies/deploy) and the CRD (policies/crds), file by file: every
+//! YAML document parses and names a Kubernetes object, the fields that make the webhook server
+//! run safely are set, the sync controller's hub rules are exactly what it does, each
+//! kustomization lists its folder's files, the Dockerfile hangs together, and
+//! `mcs-policy manifests` prints the webhook configurations that point an API server at the
+//! Service. What a real kustomize builds of them is checked in deploy_kustomize.rs.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -17,6 +19,22 @@ const SERVICE: &str = "mcs-policy";
 
 fn deploy_dir() -> PathBuf {
     workspace_root().join("policies/deploy")
+}
+
+/// The webhook server's kustomization.
+fn webhook_dir() -> PathBuf {
+    deploy_dir().join("webhook")
+}
+
+/// The folders of policies/deploy, sorted.
+fn deploy_folders() -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(deploy_dir())
+        .expect("policies/deploy")
+        .map(|e| e.expect("directory entry").path())
+        .filter(|p| p.is_dir())
+        .collect();
+    dirs.sort();
+    dirs
 }
 
 /// The `*.yaml` / `*.yml` files of a folder, sorted.
@@ -51,9 +69,9 @@ fn documents(path: &Path) -> Vec<Value> {
     docs
 }
 
-/// Every document of policies/deploy, with the file it comes from.
-fn deploy_objects() -> Vec<(String, Value)> {
-    yaml_files(&deploy_dir())
+/// Every document of the YAML files of `dir`, with the file it comes from.
+fn objects_in(dir: &Path) -> Vec<(String, Value)> {
+    yaml_files(dir)
         .iter()
         .flat_map(|path| {
             let file = path.file_name().unwrap().to_string_lossy().into_owned();
@@ -64,9 +82,27 @@ fn deploy_objects() -> Vec<(String, Value)> {
         .collect()
 }
 
-/// The one object of `kind` named `name` in policies/deploy.
+/// Every document of the webhook server's folder, with the file it comes from.
+fn webhook_objects() -> Vec<(String, Value)> {
+    objects_in(&webhook_dir())
+}
+
+/// Every document of every folder of policies/deploy, with `folder/file`.
+fn all_deploy_objects() -> Vec<(String, Value)> {
+    deploy_folders()
+        .iter()
+        .flat_map(|dir| {
+            let folder = dir.file_name().unwrap().to_string_lossy().into_owned();
+            objects_in(dir)
+                .into_iter()
+                .map(move |(file, doc)| (format!("{folder}/{file}"), doc))
+        })
+        .collect()
+}
+
+/// The one object of `kind` named `name` in the webhook server's folder.
 fn object(kind: &str, name: &str) -> Value {
-    let found: Vec<Value> = deploy_objects()
+    let found: Vec<Value> = webhook_objects()
         .into_iter()
         .map(|(_, doc)| doc)
         .filter(|doc| doc["kind"] == kind && doc["metadata"]["name"] == name)
@@ -74,7 +110,7 @@ fn object(kind: &str, name: &str) -> Value {
     assert_eq!(
         found.len(),
         1,
-        "expected exactly one {kind} {name} in policies/deploy"
+        "expected exactly one {kind} {name} in policies/deploy/webhook"
     );
     found.into_iter().next().unwrap()
 }
@@ -147,9 +183,17 @@ fn temp_dir() -> PathBuf {
 
 #[test]
 fn every_yaml_document_in_deploy_and_crds_is_a_named_kubernetes_object() {
-    let dirs = [deploy_dir(), workspace_root().join("policies/crds")];
+    // Unique within a folder: folders applied to different clusters share a namespace.
+    let mut dirs = deploy_folders();
+    dirs.push(workspace_root().join("policies/crds"));
+    for dir in &dirs {
+        every_document_is_a_named_object_once(dir);
+    }
+}
+
+fn every_document_is_a_named_object_once(dir: &Path) {
     let mut seen = BTreeSet::new();
-    for path in dirs.iter().flat_map(|d| yaml_files(d)) {
+    for path in yaml_files(dir) {
         for doc in documents(&path) {
             let field = |pointer: &str| {
                 doc.pointer(pointer)
@@ -186,17 +230,11 @@ fn namespaced_objects_of_the_server_live_in_its_namespace() {
         "ClusterRoleBinding",
         "Kustomization",
     ];
-    for (file, doc) in deploy_objects() {
+    for (file, doc) in webhook_objects() {
         let kind = doc["kind"].as_str().unwrap_or_default();
         let namespace = doc["metadata"]["namespace"].as_str();
         if cluster_scoped.contains(&kind) {
             assert_eq!(namespace, None, "{file}: {kind} is cluster-scoped");
-        } else if file == "rbac-sync.yaml" && namespace == Some("karmada-cluster") {
-            // The push-mode credentials Role, where Karmada keeps the cluster Secrets.
-            assert!(
-                matches!(kind, "Role" | "RoleBinding"),
-                "{file}: {kind} in karmada-cluster"
-            );
         } else {
             assert_eq!(
                 namespace,
@@ -417,7 +455,7 @@ fn the_disruption_budget_keeps_one_server_pod_up() {
 fn the_server_account_mounts_no_token_and_no_role_is_bound_to_it() {
     let sa = object("ServiceAccount", SERVICE);
     assert_eq!(sa["automountServiceAccountToken"], false);
-    for (file, doc) in deploy_objects() {
+    for (file, doc) in all_deploy_objects() {
         if !matches!(
             doc["kind"].as_str(),
             Some("RoleBinding" | "ClusterRoleBinding")
@@ -482,18 +520,28 @@ fn grants(
                 )
             });
         for rule in role["rules"].as_array().expect("rules") {
-            assert!(rule.get("resourceNames").is_none() || rule["resourceNames"].is_array());
+            // A rule limited to some names grants `resource[name]`, each.
+            let names: Vec<&str> = match rule.get("resourceNames") {
+                Some(names) => strings(names),
+                None => vec![""],
+            };
             for group in strings(&rule["apiGroups"]) {
                 for resource in strings(&rule["resources"]) {
                     for verb in strings(&rule["verbs"]) {
                         assert_ne!(verb, "*", "no wildcard verbs");
                         assert_ne!(resource, "*", "no wildcard resources");
-                        out.insert((
-                            scope.clone(),
-                            group.to_string(),
-                            resource.to_string(),
-                            verb.to_string(),
-                        ));
+                        for name in &names {
+                            let resource = match *name {
+                                "" => resource.to_string(),
+                                name => format!("{resource}[{name}]"),
+                            };
+                            out.insert((
+                                scope.clone(),
+                                group.to_string(),
+                                resource,
+                                verb.to_string(),
+                            ));
+                        }
                     }
                 }
             }
@@ -502,97 +550,114 @@ fn grants(
     out
 }
 
-#[test]
-fn the_sync_controller_rbac_grants_exactly_what_it_needs() {
-    let path = deploy_dir().join("rbac-sync.yaml");
-    let objects: Vec<(String, Value)> = documents(&path)
-        .into_iter()
-        .map(|d| ("rbac-sync.yaml".to_string(), d))
+/// Every rule bound to the sync controller's ServiceAccount in the hub by the files `paths` (of
+/// policies/deploy), as `(namespace or "*", apiGroup, resource, verb)`.
+fn hub_grants(paths: &[&str]) -> BTreeSet<(String, String, String, String)> {
+    let objects: Vec<(String, Value)> = paths
+        .iter()
+        .flat_map(|path| {
+            documents(&deploy_dir().join(path))
+                .into_iter()
+                .map(move |d| (path.to_string(), d))
+        })
         .collect();
-    let got = grants(&objects, "mcs-policy-sync");
-    let mut want = BTreeSet::new();
-    let mut grant = |scope: &str, group: &str, resource: &str, verbs: &[&str]| {
-        for verb in verbs {
-            want.insert((
+    grants(&objects, "mcs-policy-sync")
+}
+
+/// `(scope, group, resource, verb)` for each of `verbs`.
+fn rules(
+    scope: &str,
+    group: &str,
+    resource: &str,
+    verbs: &[&str],
+) -> BTreeSet<(String, String, String, String)> {
+    verbs
+        .iter()
+        .map(|verb| {
+            (
                 scope.to_string(),
                 group.to_string(),
                 resource.to_string(),
                 verb.to_string(),
-            ));
-        }
-    };
-    let net = "networking.karmada.io";
-    grant(
-        "*",
-        net,
-        "multiclusterservices",
-        &["get", "list", "watch", "update", "patch"],
-    );
-    grant(
-        "*",
-        net,
-        "multiclusterservices/status",
-        &["update", "patch"],
-    );
-    grant("*", "", "services", &["get", "list", "watch"]);
-    grant("*", "", "events", &["create", "patch"]);
-    grant("*", "events.k8s.io", "events", &["create", "patch"]);
-    grant(
-        "*",
-        "cluster.karmada.io",
-        "clusters",
-        &["get", "list", "watch"],
-    );
-    grant(
-        NAMESPACE,
-        "coordination.k8s.io",
-        "leases",
-        &["get", "create", "update"],
-    );
-    grant("karmada-cluster", "", "secrets", &["get", "list", "watch"]);
-    let extra: Vec<_> = got.difference(&want).collect();
-    let missing: Vec<_> = want.difference(&got).collect();
+            )
+        })
+        .collect()
+}
+
+fn assert_same_grants(
+    got: &BTreeSet<(String, String, String, String)>,
+    want: &BTreeSet<(String, String, String, String)>,
+) {
+    let extra: Vec<_> = got.difference(want).collect();
+    let missing: Vec<_> = want.difference(got).collect();
     assert!(
         extra.is_empty() && missing.is_empty(),
         "granted but not needed: {extra:?}\nneeded but not granted: {missing:?}"
     );
 }
 
+/// What the controller asks of the hub in any deployment (host/src/controller: read.rs and
+/// triggers.rs list and watch, runtime.rs gets, apply.rs patches the finalizer, status.rs
+/// patches /status, events.rs creates core Events, leader/elector.rs reads, creates and
+/// replaces its Lease and reads the Lease's namespace, which the manifests create).
+fn hub_rules() -> BTreeSet<(String, String, String, String)> {
+    let net = "networking.karmada.io";
+    [
+        rules(
+            "*",
+            net,
+            "multiclusterservices",
+            &["get", "list", "watch", "patch"],
+        ),
+        rules("*", net, "multiclusterservices/status", &["patch"]),
+        rules("*", "", "services", &["get", "list", "watch"]),
+        rules("*", "", "events", &["create"]),
+        rules("*", "", "namespaces[mcs-policy-system]", &["get"]),
+        rules(
+            NAMESPACE,
+            "coordination.k8s.io",
+            "leases",
+            &["get", "create", "update"],
+        ),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
+}
+
 #[test]
-fn the_kustomization_lists_every_other_yaml_file_of_the_folder() {
-    let path = deploy_dir().join("kustomization.yaml");
-    let text = std::fs::read_to_string(&path).expect("kustomization.yaml");
-    let doc = &documents(&path)[0];
-    assert_eq!(doc["kind"], "Kustomization");
-    let listed: BTreeSet<String> = strings(&doc["resources"])
-        .into_iter()
-        .map(String::from)
-        .collect();
-    // Opt-in files are listed as commented-out entries (`# - rbac-sync.yaml`), so applying the
-    // folder does not grant what nothing uses yet.
-    let opt_in: BTreeSet<String> = text
-        .lines()
-        .filter_map(|l| l.trim().strip_prefix('#')?.trim().strip_prefix("- "))
-        .map(|s| s.trim().to_string())
-        .filter(|s| s.ends_with(".yaml"))
-        .collect();
-    let files: BTreeSet<String> = yaml_files(&deploy_dir())
-        .iter()
-        .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
-        .filter(|f| f != "kustomization.yaml")
-        .collect();
-    for f in &listed {
+fn the_sync_controller_hub_rbac_grants_exactly_what_it_needs() {
+    assert_same_grants(&hub_grants(&["sync-rbac/rbac.yaml"]), &hub_rules());
+}
+
+#[test]
+fn in_karmada_it_may_also_read_clusters_and_their_secrets_and_nothing_more() {
+    let mut want = hub_rules();
+    want.extend(rules(
+        "*",
+        "cluster.karmada.io",
+        "clusters",
+        &["get", "list", "watch"],
+    ));
+    // clusters/karmada/clients.rs reads each Cluster's Secret by name.
+    want.extend(rules("karmada-cluster", "", "secrets", &["get"]));
+    let got = hub_grants(&["sync-rbac/rbac.yaml", "karmada-hub/karmada.yaml"]);
+    assert_same_grants(&got, &want);
+}
+
+#[test]
+fn every_kustomization_lists_every_other_yaml_file_of_its_folder() {
+    for dir in deploy_folders() {
+        let listed = kustomization_lists_every_other_yaml_file(&dir);
         assert!(
-            files.contains(f),
-            "kustomization.yaml lists {f}, which does not exist"
+            !listed
+                .iter()
+                .any(|r| r.contains("../") && r.ends_with(".yaml")),
+            "{}: a file outside the folder: {listed:?}",
+            dir.display()
         );
     }
-    let covered: BTreeSet<String> = listed.union(&opt_in).cloned().collect();
-    let unlisted: Vec<&String> = files.difference(&covered).collect();
-    assert!(
-        unlisted.is_empty(),
-        "kustomization.yaml does not list {unlisted:?}"
-    );
+    let listed = kustomization_lists_every_other_yaml_file(&webhook_dir());
     for needed in [
         "namespace.yaml",
         "serviceaccount.yaml",
@@ -602,9 +667,47 @@ fn the_kustomization_lists_every_other_yaml_file_of_the_folder() {
     ] {
         assert!(
             listed.contains(needed),
-            "kustomization.yaml applies {needed}"
+            "webhook/kustomization.yaml applies {needed}"
         );
     }
+}
+
+/// The resources `dir/kustomization.yaml` lists, after checking that they are all of the
+/// folder's other YAML files (or other folders), opt-in files as commented-out entries.
+fn kustomization_lists_every_other_yaml_file(dir: &Path) -> BTreeSet<String> {
+    let path = dir.join("kustomization.yaml");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let doc = &documents(&path)[0];
+    assert_eq!(doc["kind"], "Kustomization");
+    let listed: BTreeSet<String> = strings(&doc["resources"])
+        .into_iter()
+        .map(String::from)
+        .collect();
+    // Opt-in files may be listed as commented-out entries (`# - extra.yaml`), so applying the
+    // folder does not make what the user did not ask for.
+    let opt_in: BTreeSet<String> = text
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix('#')?.trim().strip_prefix("- "))
+        .map(|s| s.trim().to_string())
+        .filter(|s| s.ends_with(".yaml"))
+        .collect();
+    let files: BTreeSet<String> = yaml_files(dir)
+        .iter()
+        .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+        .filter(|f| f != "kustomization.yaml")
+        .collect();
+    let shown = path.display();
+    for f in &listed {
+        let folder = dir.join(f).is_dir();
+        assert!(
+            files.contains(f) || folder,
+            "{shown} lists {f}, which does not exist"
+        );
+    }
+    let covered: BTreeSet<String> = listed.union(&opt_in).cloned().collect();
+    let unlisted: Vec<&String> = files.difference(&covered).collect();
+    assert!(unlisted.is_empty(), "{shown} does not list {unlisted:?}");
+    listed
 }
 
 #[test]

@@ -223,6 +223,7 @@ async fn context_over(w: &World, caches: Caches) -> Context {
         remembered: Default::default(),
         stale_timeout: None,
         metrics: Arc::new(metrics::Metrics::default()),
+        health: Arc::default(),
         not_ready: "its API does not answer",
         caches,
         triggers,

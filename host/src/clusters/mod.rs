@@ -1,12 +1,15 @@
 //! The cluster registry of the sync controller: the hub and the member clusters, each a name
-//! and a `kube::Client`. A [`Source`] says where the members come from: the contexts of one
-//! kubeconfig, fixed at start ([`Source::Fixed`]), or Karmada's Cluster objects in the hub,
-//! re-read every pass ([`Source::Karmada`], see [`karmada`]). See `docs/sync.md`, "Clusters
-//! and readiness".
+//! and a `kube::Client`. [`origin`] decides from the flags where the hub (a kubeconfig context,
+//! or the cluster this process runs in) and the members are reached; [`open`] reaches them. A
+//! [`Source`] says where the members come from: the contexts of a kubeconfig, fixed at start
+//! ([`Source::Fixed`]), or Karmada's Cluster objects in the hub, re-read every pass
+//! ([`Source::Karmada`], see [`karmada`]). See `docs/sync.md`, "Clusters and readiness".
 
 pub mod api_error;
 mod client;
 pub mod karmada;
+mod open;
+pub mod origin;
 
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -16,6 +19,8 @@ use kube::config::{KubeConfigOptions, Kubeconfig, KubeconfigError};
 use kube::{Client, Config};
 
 pub use client::{ClientOptions, build_client};
+pub use open::{hub, members_from_kubeconfig, open};
+use origin::FlagError;
 
 /// How long a readiness probe may take before the cluster counts as not ready.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
@@ -71,11 +76,24 @@ pub enum ClusterError {
     },
     #[error("two members are named {name:?}: each --member NAME must be different")]
     DuplicateMember { name: String },
+    #[error(transparent)]
+    Flags(#[from] FlagError),
     #[error(
-        "--member {name}={context}: with --karmada-clusters, --member takes the name of a \
-         Karmada Cluster object, not NAME=CONTEXT"
+        "the kubeconfig {path} has no current-context: name the hub's context with --hub CONTEXT"
     )]
-    ContextWithKarmada { name: String, context: String },
+    NoCurrentContext { path: String },
+    #[error(
+        "no --kubeconfig, and this process cannot reach the cluster it runs in (kube's \
+         in-cluster configuration: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT, the \
+         ServiceAccount token and CA under /var/run/secrets/kubernetes.io/serviceaccount/). Run \
+         it in a Pod whose ServiceAccount token is mounted, or give --kubeconfig FILE --hub CONTEXT"
+    )]
+    NotInCluster {
+        #[source]
+        source: kube::config::InClusterError,
+    },
+    #[error("no member clusters: {why}")]
+    NoMembers { why: String },
 }
 
 /// A `--member` value: `NAME=CONTEXT` makes the kubeconfig context `CONTEXT` the member
@@ -197,55 +215,6 @@ pub struct Registry {
 }
 
 impl Registry {
-    /// The registry from `kubeconfig`: the context `hub` is the hub; the members are `members`,
-    /// or every other context (named after it) when `members` is empty. Every member's name
-    /// must pass `name_problem` (the component's cluster-name rule: `None` = valid) and be
-    /// unique; otherwise the registry is refused with an error naming the rule and the fix.
-    pub async fn from_kubeconfig(
-        path: &Path,
-        hub: &str,
-        members: &[MemberSpec],
-        options: &ClientOptions,
-        name_problem: impl Fn(&str) -> Option<String>,
-    ) -> Result<Self, ClusterError> {
-        let shown = path.display().to_string();
-        let kubeconfig = read_kubeconfig(path)?;
-        let contexts: Vec<String> = kubeconfig.contexts.iter().map(|c| c.name.clone()).collect();
-        let known = |name: &str| {
-            if contexts.iter().any(|c| c == name) {
-                Ok(())
-            } else {
-                Err(ClusterError::UnknownContext {
-                    path: shown.clone(),
-                    context: name.to_string(),
-                })
-            }
-        };
-        known(hub)?;
-        let specs: Vec<MemberSpec> = if members.is_empty() {
-            contexts
-                .iter()
-                .filter(|c| *c != hub)
-                .map(|c| MemberSpec::context(c))
-                .collect()
-        } else {
-            for m in members {
-                known(&m.context)?;
-            }
-            members.to_vec()
-        };
-        check_member_names(&specs, name_problem)?;
-        let hub_cluster = cluster(&kubeconfig, hub, hub, options).await?;
-        let mut clusters = Vec::with_capacity(specs.len());
-        for spec in &specs {
-            clusters.push(cluster(&kubeconfig, &spec.name, &spec.context, options).await?);
-        }
-        Ok(Registry {
-            hub: hub_cluster,
-            members: clusters,
-        })
-    }
-
     /// Names of the members, in registry order.
     pub fn member_names(&self) -> Vec<String> {
         self.members.iter().map(|m| m.name.clone()).collect()

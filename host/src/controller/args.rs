@@ -1,39 +1,55 @@
 //! `mcs-policy sync`'s argument group: the clusters, the pace and the bounds of the controller.
 //! It flattens the groups its parts own: the engine's ([`EngineArgs`]) and leader election's
-//! ([`LeaderArgs`]). What each flag does to a pass is in `docs/sync.md`.
+//! ([`LeaderArgs`]). Which clusters the cluster flags reach is decided by
+//! [`origins`](crate::clusters::origin::origins). What each flag does to a pass is in
+//! `docs/sync.md`.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use super::leader::LeaderArgs;
 use crate::clusters::MemberSpec;
+use crate::clusters::origin::{ClusterFlags, FlagError, Origins, origins};
 use crate::duration::parse_positive_duration;
 use crate::engine::EngineArgs;
 
 /// `mcs-policy sync`: what to sync and how often.
 #[derive(Debug, clap::Args)]
 pub struct SyncArgs {
-    /// Kubeconfig whose contexts reach the hub and, without --karmada-clusters, the member
-    /// clusters.
+    /// Kubeconfig that reaches the hub (context --hub) and, unless --member-kubeconfig or
+    /// --karmada-clusters say otherwise, the member clusters (its other contexts). Without it,
+    /// the hub is the cluster this process runs in, reached with its Pod's ServiceAccount
+    /// (KUBERNETES_SERVICE_HOST/PORT and the token and CA mounted under
+    /// /var/run/secrets/kubernetes.io/serviceaccount/), and the members come from
+    /// --member-kubeconfig or --karmada-clusters.
     #[arg(long, value_name = "FILE")]
-    pub kubeconfig: PathBuf,
+    pub kubeconfig: Option<PathBuf>,
 
-    /// Context of the hub cluster, where the MultiClusterServices live.
+    /// Context of --kubeconfig that is the hub, where the MultiClusterServices live. Required
+    /// when the members are the kubeconfig's other contexts; with --member-kubeconfig or
+    /// --karmada-clusters it defaults to the kubeconfig's current context. Only with
+    /// --kubeconfig.
     #[arg(long, value_name = "CONTEXT")]
-    pub hub: String,
+    pub hub: Option<String>,
+
+    /// Kubeconfig whose contexts are the member clusters (every context, or the ones --member
+    /// selects), e.g. mounted from a Secret; the hub is not among them. Instead of
+    /// --kubeconfig's other contexts; not with --karmada-clusters.
+    #[arg(long, value_name = "FILE")]
+    pub member_kubeconfig: Option<PathBuf>,
 
     /// A member cluster (repeatable): `NAME=CONTEXT` makes kubeconfig context CONTEXT the
     /// member NAME; a bare `CONTEXT` names the member after its context. Member names must be
     /// valid cluster names (lowercase RFC 1123 label, at most 48 characters, no dots: they
     /// prefix every copied EndpointSlice's name), which real context names such as
     /// `gke_project_zone_name` or `arn:aws:eks:...` are not: name those. Default: every context
-    /// except the hub, each named after its context. With `--karmada-clusters`: the name of a
-    /// Karmada Cluster (default: every push-mode one).
+    /// of --member-kubeconfig, or of --kubeconfig except the hub, each named after its context.
+    /// With `--karmada-clusters`: the name of a Karmada Cluster (default: every push-mode one).
     #[arg(long = "member", value_name = "[NAME=]CONTEXT")]
     pub members: Vec<MemberSpec>,
 
     /// Take the member clusters from Karmada Cluster objects in the hub (push mode) instead of
-    /// the kubeconfig's other contexts.
+    /// a kubeconfig's contexts.
     #[arg(long)]
     pub karmada_clusters: bool,
 
@@ -65,7 +81,10 @@ pub struct SyncArgs {
     #[arg(long, value_parser = parse_positive_duration, value_name = "DURATION")]
     pub stale_endpoint_timeout: Option<Duration>,
 
-    /// Serve Prometheus metrics over plain HTTP at `GET /metrics` on this address.
+    /// Serve Prometheus metrics at `GET /metrics`, and the probes `GET /healthz` (alive) and
+    /// `GET /readyz` (a follower waiting for the leader Lease, or a leader that has read its
+    /// members; 503 otherwise), over plain HTTP on this address (`0.0.0.0:8080` in a Pod).
+    /// Without it there are no probes.
     #[arg(long, value_name = "ADDR")]
     pub metrics_listen: Option<std::net::SocketAddr>,
 
@@ -75,4 +94,18 @@ pub struct SyncArgs {
     /// Leader election among replicas (see docs/sync.md, "High availability").
     #[command(flatten)]
     pub leader: LeaderArgs,
+}
+
+impl SyncArgs {
+    /// Where the hub and the members are reached from, or which flags contradict each other or
+    /// are missing.
+    pub fn origins(&self) -> Result<Origins, FlagError> {
+        origins(&ClusterFlags {
+            kubeconfig: self.kubeconfig.as_deref(),
+            hub: self.hub.as_deref(),
+            member_kubeconfig: self.member_kubeconfig.as_deref(),
+            karmada_clusters: self.karmada_clusters,
+            members: &self.members,
+        })
+    }
 }

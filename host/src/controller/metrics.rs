@@ -1,5 +1,5 @@
 //! Prometheus metrics of the sync controller, served as text at `GET /metrics` when
-//! `--metrics-listen` is given.
+//! `--metrics-listen` is given, beside the probes of [`super::health`].
 
 use std::future::Future;
 use std::sync::Arc;
@@ -17,6 +17,7 @@ use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 use tokio::net::TcpListener;
 
+use super::health::{self, Health};
 use crate::clusters::api_error::Kind;
 
 type Labels = Vec<(&'static str, String)>;
@@ -188,16 +189,18 @@ async fn render_metrics(State(metrics): State<Arc<Metrics>>) -> impl IntoRespons
     )
 }
 
-/// Serves `/metrics` on `listener` until `shutdown` resolves.
+/// Serves `/metrics`, `/healthz` and `/readyz` on `listener` until `shutdown` resolves.
 pub async fn serve(
     listener: TcpListener,
     metrics: Arc<Metrics>,
+    health: Arc<Health>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    tracing::info!(addr = %listener.local_addr()?, "metrics server listening");
+    tracing::info!(addr = %listener.local_addr()?, "metrics and probes server listening");
     let app = Router::new()
         .route("/metrics", get(render_metrics))
-        .with_state(metrics);
+        .with_state(metrics)
+        .merge(health::routes(health));
     axum::serve(listener, app)
         .with_graceful_shutdown(shutdown)
         .await

@@ -11,6 +11,7 @@ mod args;
 pub mod cache;
 pub mod decide;
 pub mod events;
+pub mod health;
 pub mod leader;
 pub mod memory;
 pub mod metrics;
@@ -32,15 +33,18 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::clusters::karmada::Karmada;
-use crate::clusters::{ClientOptions, ClusterError, Registry, Source};
+use crate::clusters::origin::{FlagError, Origins};
+use crate::clusters::{self, ClientOptions, ClusterError, Registry};
 use crate::engine::EngineError;
 pub use args::SyncArgs;
 use decide::Decider;
+use health::Health;
 
 /// Why the controller could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum SyncError {
+    #[error(transparent)]
+    Flags(#[from] FlagError),
     #[error("loading the policy component")]
     Engine(#[from] EngineError),
     #[error("building the cluster registry")]
@@ -72,6 +76,8 @@ pub struct Context {
     pub stale_timeout: Option<Duration>,
     /// The controller's counters.
     pub metrics: Arc<metrics::Metrics>,
+    /// This replica's readiness (`/readyz`): the runtime reports when it has synced.
+    pub health: Arc<Health>,
     /// Why a member that is not ready is not, in the terms of the cluster source.
     pub not_ready: &'static str,
     /// What the watches hold: everything a pass reads.
@@ -80,55 +86,49 @@ pub struct Context {
     pub triggers: triggers::Triggers,
 }
 
-/// Runs the controller until `shutdown` resolves.
+/// Runs the controller until `shutdown` resolves. The metrics and probes server starts first,
+/// so `/healthz` answers while the component loads.
 pub async fn run(args: SyncArgs, shutdown: impl Future<Output = ()>) -> Result<(), SyncError> {
+    let origins = args.origins()?;
+    let metrics = Arc::new(metrics::Metrics::default());
+    let health = Arc::new(Health::default());
+    let server = match args.metrics_listen {
+        Some(addr) => Some(MetricsServer::start(addr, &metrics, &health).await?),
+        None => None,
+    };
+    let outcome = start_and_sync(&args, &origins, &metrics, &health, shutdown).await;
+    health.stopping();
+    if let Some(server) = server {
+        server.stop().await;
+    }
+    outcome
+}
+
+/// Loads the component, reaches the clusters, then syncs while leading until `shutdown`.
+async fn start_and_sync(
+    args: &SyncArgs,
+    origins: &Origins,
+    metrics: &Arc<metrics::Metrics>,
+    health: &Arc<Health>,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), SyncError> {
     let engine = args.engine.load()?;
     let client_options = ClientOptions {
         request_timeout: args.request_timeout,
     };
-    // The members: the kubeconfig's other contexts, or Karmada's Cluster objects in the hub.
-    let source = if args.karmada_clusters {
-        if let Some(named) = args.members.iter().find(|m| m.is_named()) {
-            return Err(ClusterError::ContextWithKarmada {
-                name: named.name.clone(),
-                context: named.context.clone(),
-            }
-            .into());
-        }
-        let only: Vec<String> = args.members.iter().map(|m| m.name.clone()).collect();
-        Source::Karmada(
-            Karmada::from_kubeconfig(
-                &args.kubeconfig,
-                &args.hub,
-                &only,
-                &client_options,
-                engine.clone(),
-            )
-            .await?,
-        )
-    } else {
-        let budget = Duration::from_millis(args.budget_ms);
-        let name_problem = |name: &str| match engine.cluster_name_problem(name, budget) {
-            Ok(problem) => problem,
-            Err(err) => Some(format!("the policy component could not check it: {err}")),
-        };
-        Source::Fixed(
-            Registry::from_kubeconfig(
-                &args.kubeconfig,
-                &args.hub,
-                &args.members,
-                &client_options,
-                name_problem,
-            )
-            .await?,
-        )
+    let budget = Duration::from_millis(args.budget_ms);
+    let name_problem = |name: &str| match engine.cluster_name_problem(name, budget) {
+        Ok(problem) => problem,
+        Err(err) => Some(format!("the policy component could not check it: {err}")),
     };
+    let source = clusters::open(origins, &client_options, &engine, name_problem).await?;
     // The members arrive with the first membership refresh, before any worker starts.
     let registry = Registry {
         hub: source.hub().clone(),
         members: Vec::new(),
     };
     let mut leadership = leader::start(registry.hub.client.clone(), &args.leader)?;
+    health.following();
     tracing::info!(
         hub = %source.hub().name,
         interval = ?args.resync_interval,
@@ -140,60 +140,77 @@ pub async fn run(args: SyncArgs, shutdown: impl Future<Output = ()>) -> Result<(
         caches: cache::Caches::default(),
         triggers,
         registry,
-        decider: Decider {
-            engine,
-            budget: Duration::from_millis(args.budget_ms),
-        },
+        decider: Decider { engine, budget },
         field_manager: args.field_manager.clone(),
         remembered: memory::RememberedByMcs::default(),
         stale_timeout: args.stale_endpoint_timeout,
-        metrics: Arc::new(metrics::Metrics::default()),
+        metrics: metrics.clone(),
+        health: health.clone(),
         not_ready: source.not_ready(),
     };
-    let (stop_metrics, stopped) = tokio::sync::oneshot::channel::<()>();
-    let server = match args.metrics_listen {
-        Some(addr) => {
-            let listener = tokio::net::TcpListener::bind(addr)
-                .await
-                .map_err(|source| SyncError::Metrics { addr, source })?;
-            let shutdown = async move {
-                stopped.await.ok();
-            };
-            Some(tokio::spawn(metrics::serve(
-                listener,
-                ctx.metrics.clone(),
-                shutdown,
-            )))
-        }
-        None => None,
-    };
     // Leader election (docs/sync.md#high-availability): sync only while leading; shutdown releases the Lease.
-    let metrics = ctx.metrics.clone();
     let outcome = tokio::select! {
         _ = shutdown => Ok(()),
-        outcome = lead(&mut leadership, &metrics, runtime::sync(ctx, changed, source, &args)) => outcome,
+        outcome = lead(&mut leadership, metrics, health, runtime::sync(ctx, changed, source, args)) => outcome,
     };
+    health.stopping();
     metrics.leader(false);
     leadership.release().await;
-    stop_metrics.send(()).ok();
-    if let Some(server) = server
-        && let Ok(Err(err)) = server.await
-    {
-        tracing::warn!(error = %err, "metrics server failed");
-    }
     tracing::info!("sync controller stopped");
     outcome
 }
 
+/// The metrics and probes server of `--metrics-listen`, stopped by [`MetricsServer::stop`] or
+/// when dropped.
+struct MetricsServer {
+    stop: tokio::sync::oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<std::io::Result<()>>,
+}
+
+impl MetricsServer {
+    /// Listens on `addr` and serves `metrics` and `health` there.
+    async fn start(
+        addr: std::net::SocketAddr,
+        metrics: &Arc<metrics::Metrics>,
+        health: &Arc<Health>,
+    ) -> Result<Self, SyncError> {
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .map_err(|source| SyncError::Metrics { addr, source })?;
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let shutdown = async move {
+            // Resolves on stop() and when the sender is dropped.
+            stopped.await.ok();
+        };
+        let task = tokio::spawn(metrics::serve(
+            listener,
+            metrics.clone(),
+            health.clone(),
+            shutdown,
+        ));
+        Ok(MetricsServer { stop, task })
+    }
+
+    /// Stops serving and waits for the server to finish.
+    async fn stop(self) {
+        self.stop.send(()).ok();
+        if let Ok(Err(err)) = self.task.await {
+            tracing::warn!(error = %err, "metrics server failed");
+        }
+    }
+}
+
 /// Waits until this replica leads, then runs `work` until leadership is lost
-/// ([`SyncError::LeadershipLost`]); the leader gauge follows.
+/// ([`SyncError::LeadershipLost`]); the leader gauge and the readiness follow.
 async fn lead(
     leadership: &mut leader::Leadership,
     metrics: &metrics::Metrics,
+    health: &Health,
     work: impl Future<Output = ()>,
 ) -> Result<(), SyncError> {
     leadership.acquired().await;
     metrics.leader(true);
+    health.leading();
     tokio::select! {
         () = leadership.lost() => Err(SyncError::LeadershipLost),
         () = work => Ok(()),

@@ -114,6 +114,8 @@ pub async fn sync(
         members.follow(&first.registry, &reactions);
     }
     first_lists(&ctx.caches, FIRST_LIST_WAIT).await;
+    let mut members_read = first.is_some();
+    report_synced(&ctx, members_read);
     // The first lists were the start, not a return: every MCS is reconciled at once anyway.
     while relisted.try_recv().is_ok() {}
     if let Some(first) = &first {
@@ -151,6 +153,8 @@ pub async fn sync(
                     let Some(news) = refresh(&source, &membership).await else {
                         continue;
                     };
+                    members_read = true;
+                    report_synced(&ctx, members_read);
                     members.follow(&news.registry, &reactions);
                     members.wake(&news.returned);
                     if !news.returned.is_empty() {
@@ -162,6 +166,7 @@ pub async fn sync(
                 }
                 Some(cluster) = relisted.next() => {
                     tracing::info!(cluster = %cluster, "a cache listed again: catching up");
+                    report_synced(&ctx, members_read);
                     let registry = current(&membership).registry;
                     if registry.member(&cluster).is_some() {
                         tasks.0.retain(|s| !s.is_finished());
@@ -206,6 +211,14 @@ async fn first_lists(caches: &Caches, limit: Duration) {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     tracing::info!(took = ?started.elapsed(), "caches listed");
+}
+
+/// Tells the probes this replica syncs once it has read its members and the hub's caches
+/// have listed (`/readyz`).
+fn report_synced(ctx: &Context, members_read: bool) {
+    if members_read && ctx.caches.hub.synced() {
+        ctx.health.synced();
+    }
 }
 
 /// The membership now.

@@ -18,14 +18,12 @@ mod fixtures;
 mod object;
 
 use std::collections::{HashMap, HashSet};
-use std::path::Path;
 use std::sync::Mutex;
 
 use kube::Api;
 use kube::api::{DynamicObject, ListParams};
 
 use super::{ClientOptions, Cluster, ClusterError, Membership, Registry};
-use crate::clusters;
 use crate::engine::PolicyEngine;
 use clients::Clients;
 pub use clients::{Fingerprint, fingerprint};
@@ -71,26 +69,6 @@ impl Karmada {
             policy,
             memory: Mutex::new(Remembered::default()),
         }
-    }
-
-    /// The source whose hub is the context `hub` of the kubeconfig at `path`.
-    pub async fn from_kubeconfig(
-        path: &Path,
-        hub: &str,
-        only: &[String],
-        options: &ClientOptions,
-        policy: PolicyEngine,
-    ) -> Result<Self, ClusterError> {
-        let shown = path.display().to_string();
-        let kubeconfig = clusters::read_kubeconfig(path)?;
-        if !kubeconfig.contexts.iter().any(|c| c.name == hub) {
-            return Err(ClusterError::UnknownContext {
-                path: shown,
-                context: hub.to_string(),
-            });
-        }
-        let hub = clusters::cluster(&kubeconfig, hub, hub, options).await?;
-        Ok(Karmada::new(hub, only.to_vec(), options.clone(), policy))
     }
 
     /// The hub.
