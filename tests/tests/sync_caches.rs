@@ -230,7 +230,7 @@ async fn context_over(w: &World, caches: Caches) -> Context {
     }
 }
 
-fn listed<K: kube::Resource>(store: &cache::Store<K>, objects: Vec<K>) {
+fn listed<K: cache::Cached>(store: &cache::Store<K>, objects: Vec<K>) {
     store.list_started();
     for object in objects {
         store.listed(object);

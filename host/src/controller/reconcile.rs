@@ -80,8 +80,7 @@ pub async fn reconcile(
 /// the hub's watch delivers it (its conditions are compared with what `conclude` decides).
 fn remember_write(ctx: &Context, written: Option<&DynamicObject>) {
     if let Some(written) = written {
-        let mut written = written.clone();
-        super::cache::trim::mcs(&mut written);
+        let written = super::cache::kept::mcs(written.clone());
         ctx.caches.hub.mcs.wrote(written);
     }
 }

@@ -15,7 +15,7 @@ use k8s_openapi::api::core::v1::Service;
 use kube::api::{DeleteParams, PostParams, Preconditions};
 use kube::{Api, Client};
 
-use super::cache::{Store, trim};
+use super::cache::{KeptService, Store, kept};
 use super::decide::{DecideError, Decider};
 use super::namespace::with_namespace;
 use super::retry::on_conflict;
@@ -137,7 +137,7 @@ pub async fn write(
 pub struct Target<'a> {
     pub client: &'a Client,
     pub cluster: &'a str,
-    pub cache: &'a Store<Service>,
+    pub cache: &'a Store<KeptService>,
     /// Set when the cache showed a change by someone else right after a write (news the
     /// write's own answer hid): the pass's MCS must be looked at again.
     pub overtaken: AtomicBool,
@@ -170,9 +170,8 @@ impl Target<'_> {
     }
 
     /// Records a written Service in the cache.
-    fn wrote(&self, mut written: Service) {
-        trim::service(&mut written);
-        if self.cache.wrote(written) {
+    fn wrote(&self, written: Service) {
+        if self.cache.wrote(kept::service(written)) {
             self.overtaken.store(true, Ordering::Relaxed);
         }
     }

@@ -10,12 +10,11 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
 
-use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::api::DynamicObject;
 
 use super::Context;
-use super::cache::{self, Health};
+use super::cache::{self, Cached, Health, KeptService};
 use super::read::{ReadError, mcs_json};
 use crate::engine::convert;
 use crate::engine::types::{MemberObjects, MemberRead, MemberState, PassRead, ReadFailure};
@@ -25,10 +24,10 @@ use crate::engine::types::{MemberObjects, MemberRead, MemberState, PassRead, Rea
 pub struct Snapshot {
     /// The hub's Service, when there is one (the Service step decides again from it after a
     /// 409).
-    pub template: Option<Arc<Service>>,
+    pub template: Option<Arc<KeptService>>,
     /// Each member's Service as read (a recreate deletes only that object: uid and
     /// resourceVersion preconditions).
-    pub services: HashMap<String, Arc<Service>>,
+    pub services: HashMap<String, Arc<KeptService>>,
     /// Each slice read, by member and name (a deletion carries its uid and resourceVersion;
     /// an apply that leaves the resourceVersion unchanged wrote nothing).
     pub slices: HashMap<(String, String), Arc<EndpointSlice>>,
@@ -57,15 +56,8 @@ pub fn read(
     let template = read_template(&ctx.caches.hub, ns, name, &ctx.registry.hub.name);
     let template = template.map(|t| {
         snapshot.template = t.clone();
-        t.as_deref().map(convert::service_to_json).transpose()
+        t.map(|t| t.json().to_string())
     });
-    let template = match template {
-        Ok(Ok(json)) => Ok(json),
-        Ok(Err(err)) => Err(format!(
-            "service {ns}/{name} in the hub does not encode: {err}"
-        )),
-        Err(message) => Err(message),
-    };
     let members = &ctx.registry.members;
     let states: Vec<MemberState> = members
         .iter()
@@ -128,7 +120,7 @@ fn read_template(
     ns: &str,
     name: &str,
     hub_name: &str,
-) -> Result<Option<Arc<Service>>, String> {
+) -> Result<Option<Arc<KeptService>>, String> {
     match hub.services.health() {
         Health::Synced => Ok(hub.services.get(ns, name)),
         Health::Listing => Err(format!(
@@ -176,27 +168,17 @@ impl Snapshot {
         let slices = cache.slices.group(ns, name);
         let wit = slices.iter().map(|s| convert::slice_to_wit(s)).collect();
         for slice in slices {
-            let key = (
-                member.to_string(),
-                slice.metadata.name.clone().unwrap_or_default(),
-            );
+            let key = (member.to_string(), slice.name().to_string());
             self.slices.insert(key, slice);
         }
         let service = cache.services.get(ns, name);
-        let json = service
-            .as_deref()
-            .map(convert::service_to_json)
-            .transpose()
-            .map_err(|e| ReadFailure {
-                message: format!("service in cluster {member} does not encode: {e}"),
-                not_served: false,
-            });
+        let json = service.as_ref().map(|s| s.json().to_string());
         if let Some(service) = service {
             self.services.insert(member.to_string(), service);
         }
         MemberObjects {
             slices: Ok(wit),
-            service: json,
+            service: Ok(json),
         }
     }
 }

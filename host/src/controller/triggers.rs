@@ -127,7 +127,7 @@ pub fn watch_mcs(
         api: cache::mcs_api(hub),
         config: watcher::Config::default(),
         store,
-        trim: cache::trim::mcs,
+        keep: cache::kept::mcs,
         mirror: Some(Box::new(mirror)),
         wake: Arc::default(),
     };

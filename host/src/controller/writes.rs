@@ -13,7 +13,7 @@ use kube::api::Preconditions;
 
 use super::Context;
 use super::apply::{apply_copy, delete_slice};
-use super::cache;
+use super::cache::{self, Cached};
 use super::report::Failure;
 use super::service::{Propagated, Target, write};
 use super::snapshot::Snapshot;
@@ -117,12 +117,11 @@ impl Member<'_> {
                 .and_then(|s| s.metadata.resource_version.clone());
             cache.slices.writing(&copy.namespace, &copy.name);
             match apply_copy(&cluster.client, member, &ctx.field_manager, copy.clone()).await {
-                Ok(mut applied) => {
+                Ok(applied) => {
                     if applied.metadata.resource_version != before {
                         written.applied += 1;
                     }
-                    cache::trim::slice(&mut applied);
-                    if cache.slices.wrote(applied) {
+                    if cache.slices.wrote(cache::kept::slice(applied)) {
                         // Changed by someone else since: look again.
                         ctx.triggers.send(object, std::time::Instant::now());
                     }
@@ -172,11 +171,24 @@ async fn write_service(
 ) -> Option<Failure> {
     let cluster = ctx.registry.member(&service.cluster)?;
     let cache = ctx.caches.member(&service.cluster)?;
-    let template = snapshot.template.as_ref()?;
-    let read = snapshot.services.get(&cluster.name).map(|s| &s.metadata);
+    let kept = snapshot.template.as_ref()?;
+    let template = match kept.decode() {
+        Ok(template) => template,
+        Err(err) => {
+            let err = super::service::ServiceError::NotAService {
+                cluster: cluster.name.clone(),
+                namespace: kept.namespace().to_string(),
+                name: kept.name().to_string(),
+                why: format!("the hub's template does not decode: {err}"),
+            };
+            return Some(Failure::logged(object, &cluster.name, &err));
+        }
+    };
+    let template = &template;
+    let read = snapshot.services.get(&cluster.name);
     let precondition = Preconditions {
-        uid: read.and_then(|m| m.uid.clone()),
-        resource_version: read.and_then(|m| m.resource_version.clone()),
+        uid: read.and_then(|s| s.uid()).map(str::to_string),
+        resource_version: read.and_then(|s| s.resource_version()).map(str::to_string),
     };
     let outcome = match convert::service_change(service.action.clone()) {
         Ok(change) => {

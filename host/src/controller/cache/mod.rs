@@ -33,8 +33,8 @@
 //! our own objects are idempotent: made from a stale store they write what a fresh one would,
 //! or fail on the resourceVersion (409) and are re-read.
 
+pub mod kept;
 pub mod store;
-pub mod trim;
 pub mod watch;
 
 use std::collections::HashMap;
@@ -42,11 +42,10 @@ use std::sync::{Arc, RwLock};
 use std::time::Instant;
 
 use futures::channel::mpsc;
-use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
+use kube::Api;
 use kube::api::DynamicObject;
 use kube::runtime::watcher;
-use kube::{Api, ResourceExt};
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
@@ -54,7 +53,8 @@ use super::metrics::Metrics;
 use super::read::{SERVICE_NAME_LABEL, mcs_resource};
 use super::triggers::Triggers;
 use crate::clusters::{Cluster, Registry};
-pub use store::{Failure, Health, Store};
+pub use kept::KeptService;
+pub use store::{Cached, Failure, Health, Store};
 use watch::{News, Watch};
 
 /// The caches of the hub.
@@ -63,7 +63,7 @@ pub struct Hub {
     /// The MultiClusterServices, whole (but `managedFields`).
     pub mcs: Store<DynamicObject>,
     /// The Services: the templates.
-    pub services: Store<Service>,
+    pub services: Store<KeptService>,
 }
 
 impl Hub {
@@ -88,7 +88,7 @@ impl Hub {
             api: Api::all(hub.client.clone()),
             config: watcher::Config::default(),
             store: self.services.clone(),
-            trim: trim::service,
+            keep: kept::service,
             mirror: None,
             wake: Arc::default(),
         };
@@ -110,7 +110,7 @@ pub struct Member {
     /// Its EndpointSlices that belong to a Service.
     pub slices: Store<EndpointSlice>,
     /// Its Services.
-    pub services: Store<Service>,
+    pub services: Store<KeptService>,
 }
 
 impl Member {
@@ -186,7 +186,7 @@ pub struct Reactions {
 impl Reactions {
     /// Reacts to one event of a store of `cluster` grouped by MCS name (slices by their
     /// Service, Services by name).
-    fn react<K: ResourceExt>(&self, cluster: &str, news: News<'_, K>) {
+    fn react<K: Cached>(&self, cluster: &str, news: News<'_, K>) {
         match news {
             News::Failed { kind, .. } => self.metrics.cluster_error(cluster, kind),
             News::Changed { own: true, .. } | News::Listed { .. } => {}
@@ -196,8 +196,8 @@ impl Reactions {
                 own: false,
                 ..
             } => {
-                let namespace = object.namespace().unwrap_or_default();
-                if self.mcs.get(&namespace, group).is_some() {
+                let namespace = object.namespace();
+                if self.mcs.get(namespace, group).is_some() {
                     let key = format!("{namespace}/{group}");
                     self.triggers.send(&key, Instant::now());
                 }
@@ -368,7 +368,7 @@ fn start_member(
         api: Api::all(member.client.clone()),
         config: watcher::Config::default().labels(SERVICE_NAME_LABEL),
         store: cache.slices.clone(),
-        trim: trim::slice,
+        keep: kept::slice,
         mirror: None,
         wake: wake.clone(),
     };
@@ -378,7 +378,7 @@ fn start_member(
         api: Api::all(member.client.clone()),
         config: watcher::Config::default(),
         store: cache.services.clone(),
-        trim: trim::service,
+        keep: kept::service,
         mirror: None,
         wake: wake.clone(),
     };
@@ -389,7 +389,7 @@ fn start_member(
     (cache, tasks)
 }
 
-fn spawn_reacting<K>(watch: Watch<K>, cluster: &str, reactions: &Reactions) -> JoinHandle<()>
+fn spawn_reacting<K, C>(watch: Watch<K, C>, cluster: &str, reactions: &Reactions) -> JoinHandle<()>
 where
     K: kube::Resource
         + Clone
@@ -398,6 +398,7 @@ where
         + Send
         + Sync
         + 'static,
+    C: Cached,
 {
     let reactions = reactions.clone();
     let cluster = cluster.to_string();
@@ -409,10 +410,11 @@ pub fn mcs_api(hub: &Cluster) -> Api<DynamicObject> {
     Api::all_with(hub.client.clone(), &mcs_resource())
 }
 
-fn name_of<K: ResourceExt>(object: &K) -> Option<String> {
-    object.meta().name.clone()
+fn name_of<K: Cached>(object: &K) -> Option<&str> {
+    Some(object.name())
 }
 
-fn service_name_of(slice: &EndpointSlice) -> Option<String> {
-    slice.labels().get(SERVICE_NAME_LABEL).cloned()
+fn service_name_of(slice: &EndpointSlice) -> Option<&str> {
+    let labels = slice.metadata.labels.as_ref()?;
+    labels.get(SERVICE_NAME_LABEL).map(String::as_str)
 }

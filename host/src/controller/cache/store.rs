@@ -23,18 +23,36 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
-use kube::Resource;
-
 /// The longest an own write is laid over the store without its watch event (a watch that is
 /// this far behind is broken, and a broken store is not read).
 pub const PENDING_TTL: Duration = Duration::from_secs(60);
 
 /// Which objects a pass reads together: the `kubernetes.io/service-name` of a slice, the name
 /// of a Service or MultiClusterService.
-pub type GroupOf<K> = fn(&K) -> Option<String>;
+pub type GroupOf<K> = fn(&K) -> Option<&str>;
 
-/// `(namespace, name)` of an object.
-type Key = (String, String);
+/// What a store needs of an object it keeps.
+pub trait Cached: Send + Sync + 'static {
+    /// `metadata.namespace`.
+    fn namespace(&self) -> &str;
+    /// `metadata.name`.
+    fn name(&self) -> &str;
+    /// `metadata.uid`.
+    fn uid(&self) -> Option<&str>;
+    /// `metadata.resourceVersion`.
+    fn resource_version(&self) -> Option<&str>;
+}
+
+/// `(namespace, name)` of an object, or `(namespace, group)` of a group.
+type Key = (Box<str>, Box<str>);
+
+fn key(namespace: &str, name: &str) -> Key {
+    (namespace.into(), name.into())
+}
+
+fn key_of<K: Cached>(object: &K) -> Key {
+    key(object.namespace(), object.name())
+}
 
 /// Whether a store can be read, and if not, why.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -84,14 +102,14 @@ impl<K> Pending<K> {
 
 #[derive(Debug)]
 struct Inner<K> {
-    /// `(namespace, group)` → name → object.
-    groups: HashMap<Key, BTreeMap<String, Arc<K>>>,
-    /// The group each stored object is in.
-    group_of_key: HashMap<Key, String>,
+    /// `(namespace, name)` → object.
+    objects: HashMap<Key, Arc<K>>,
+    /// `(namespace, group)` → the objects of the group.
+    groups: HashMap<Key, Vec<Arc<K>>>,
     /// Objects of a list in progress (they replace everything at its end).
     listing: Option<Vec<Arc<K>>>,
     /// Own writes, by `(namespace, group)` then name.
-    pending: HashMap<Key, HashMap<String, Pending<K>>>,
+    pending: HashMap<Key, HashMap<Box<str>, Pending<K>>>,
     /// Own writes under way, by object: their watch events are not news.
     in_flight: HashMap<Key, u32>,
     health: Health,
@@ -113,13 +131,13 @@ impl<K> Clone for Store<K> {
     }
 }
 
-impl<K: Resource> Store<K> {
+impl<K: Cached> Store<K> {
     /// An empty store, [`Health::Listing`], grouping objects with `group_of`.
     pub fn new(group_of: GroupOf<K>) -> Self {
         Store {
             inner: Arc::new(RwLock::new(Inner {
+                objects: HashMap::new(),
                 groups: HashMap::new(),
-                group_of_key: HashMap::new(),
                 listing: None,
                 pending: HashMap::new(),
                 in_flight: HashMap::new(),
@@ -144,7 +162,7 @@ impl<K: Resource> Store<K> {
 
     /// Objects in the store (own writes not counted).
     pub fn len(&self) -> usize {
-        self.read().group_of_key.len()
+        self.read().objects.len()
     }
 
     /// Whether the store holds no object.
@@ -155,32 +173,31 @@ impl<K: Resource> Store<K> {
     /// The objects of group `group` in `namespace`, own writes included, by name.
     pub fn group(&self, namespace: &str, group: &str) -> Vec<Arc<K>> {
         let inner = self.read();
-        let key = (namespace.to_string(), group.to_string());
-        let stored = inner.groups.get(&key);
-        let pending = inner.pending.get(&key);
-        let Some(pending) = pending else {
-            return stored
-                .map(|g| g.values().cloned().collect())
-                .unwrap_or_default();
-        };
-        let mut merged: BTreeMap<&str, Arc<K>> = stored
-            .map(|g| g.iter().map(|(n, o)| (n.as_str(), o.clone())).collect())
+        let key = key(namespace, group);
+        let stored = inner
+            .groups
+            .get(&key)
+            .map(Vec::as_slice)
             .unwrap_or_default();
-        let now = Instant::now();
-        for (name, own) in pending {
-            if now.duration_since(own.at()) > PENDING_TTL {
-                continue;
-            }
-            match own {
-                Pending::Written { object, .. } => {
-                    merged.insert(name, object.clone());
+        let mut merged: BTreeMap<&str, Arc<K>> =
+            stored.iter().map(|o| (o.name(), o.clone())).collect();
+        if let Some(pending) = inner.pending.get(&key) {
+            let now = Instant::now();
+            for (name, own) in pending {
+                if now.duration_since(own.at()) > PENDING_TTL {
+                    continue;
                 }
-                Pending::Deleted { uid, .. } => {
-                    if merged
-                        .get(name.as_str())
-                        .is_some_and(|o| o.meta().uid == *uid)
-                    {
-                        merged.remove(name.as_str());
+                match own {
+                    Pending::Written { object, .. } => {
+                        merged.insert(name, object.clone());
+                    }
+                    Pending::Deleted { uid, .. } => {
+                        if merged
+                            .get(&**name)
+                            .is_some_and(|o| o.uid() == uid.as_deref())
+                        {
+                            merged.remove(&**name);
+                        }
                     }
                 }
             }
@@ -192,7 +209,7 @@ impl<K: Resource> Store<K> {
     pub fn get(&self, namespace: &str, name: &str) -> Option<Arc<K>> {
         self.group(namespace, name)
             .into_iter()
-            .find(|o| o.meta().name.as_deref() == Some(name))
+            .find(|o| o.name() == name)
     }
 
     /// Every object, own writes included.
@@ -231,18 +248,18 @@ impl<K: Resource> Store<K> {
     pub fn list_done(&self) -> bool {
         let mut inner = self.write();
         let listed = inner.listing.take().unwrap_or_default();
-        inner.groups.clear();
-        inner.group_of_key.clear();
+        inner.objects = HashMap::with_capacity(listed.len());
+        inner.groups = HashMap::new();
         for object in listed {
             inner.insert(self.group_of, object);
         }
-        let keys: Vec<(Key, String)> = inner
+        let keys: Vec<(Key, Box<str>)> = inner
             .pending
             .iter()
             .flat_map(|(g, names)| names.keys().map(move |n| (g.clone(), n.clone())))
             .collect();
         for (group, name) in keys {
-            let current = inner.stored(&group.0, &name).cloned();
+            let current = inner.objects.get(&key(&group.0, &name)).cloned();
             inner.settle(&group, &name, current.as_deref());
         }
         let was = std::mem::replace(&mut inner.health, Health::Synced);
@@ -254,10 +271,9 @@ impl<K: Resource> Store<K> {
         let mut inner = self.write();
         let object = Arc::new(object);
         let key = key_of(&*object);
-        let group = (self.group_of)(&object);
-        let before = inner.group_of_key.get(&key).cloned();
+        let group = (self.group_of)(&object).map(str::to_string);
+        let before = inner.remove(self.group_of, &key);
         let own = inner.own_event(&key, group.as_deref(), &object, false);
-        inner.remove(&key);
         inner.insert(self.group_of, object.clone());
         let applied = Applied {
             own,
@@ -270,11 +286,10 @@ impl<K: Resource> Store<K> {
     pub fn removed(&self, object: &K) -> Applied {
         let mut inner = self.write();
         let key = key_of(object);
-        let before = inner.group_of_key.get(&key).cloned();
-        let group = before.clone().or_else(|| (self.group_of)(object));
+        let before = inner.remove(self.group_of, &key);
+        let group = before.or_else(|| (self.group_of)(object).map(str::to_string));
         let own = inner.own_event(&key, group.as_deref(), object, true);
-        let own = own || inner.own_deletion(&key, group.as_deref(), object.meta().uid.as_deref());
-        inner.remove(&key);
+        let own = own || inner.own_deletion(&key, group.as_deref(), object.uid());
         Applied { own, group }
     }
 
@@ -299,14 +314,16 @@ impl<K: Resource> Store<K> {
     /// The controller is about to write `namespace/name`: until [`Store::wrote`],
     /// [`Store::deleted`] or [`Store::abandoned`], the object's watch events are its own.
     pub fn writing(&self, namespace: &str, name: &str) {
-        let key = (namespace.to_string(), name.to_string());
-        *self.write().in_flight.entry(key).or_default() += 1;
+        *self
+            .write()
+            .in_flight
+            .entry(key(namespace, name))
+            .or_default() += 1;
     }
 
     /// A write of `namespace/name` failed: nothing changed.
     pub fn abandoned(&self, namespace: &str, name: &str) {
-        self.write()
-            .done_writing(&(namespace.to_string(), name.to_string()));
+        self.write().done_writing(&key(namespace, name));
     }
 
     /// The server answered a write with `object`: reads see it until the watch delivers it.
@@ -316,15 +333,13 @@ impl<K: Resource> Store<K> {
         let mut inner = self.write();
         let key = key_of(&object);
         inner.done_writing(&key);
-        let written = object.meta().resource_version.clone();
-        let stored = inner
-            .stored(&key.0, &key.1)
-            .map(|s| s.meta().resource_version.clone());
+        let written = object.resource_version();
+        let stored = inner.objects.get(&key).map(|s| s.resource_version());
         match stored {
             Some(stored) if stored == written => false,
-            Some(stored) if is_later(stored.as_deref(), written.as_deref()) => true,
+            Some(stored) if is_later(stored, written) => true,
             _ => {
-                let Some(group) = (self.group_of)(&object) else {
+                let Some(group) = (self.group_of)(&object).map(Box::from) else {
                     return false;
                 };
                 let at = Instant::now();
@@ -343,54 +358,46 @@ impl<K: Resource> Store<K> {
     /// it, until the watch says otherwise.
     pub fn deleted(&self, namespace: &str, name: &str, group: &str, uid: Option<String>) {
         let mut inner = self.write();
-        let key = (namespace.to_string(), name.to_string());
+        let key = key(namespace, name);
         inner.done_writing(&key);
         let still_there = inner
-            .stored(namespace, name)
-            .is_some_and(|o| o.meta().uid == uid);
+            .objects
+            .get(&key)
+            .is_some_and(|o| o.uid() == uid.as_deref());
         if still_there {
             let at = Instant::now();
             inner
                 .pending
-                .entry((namespace.to_string(), group.to_string()))
+                .entry(self::key(namespace, group))
                 .or_default()
-                .insert(name.to_string(), Pending::Deleted { uid, at });
+                .insert(name.into(), Pending::Deleted { uid, at });
         }
     }
 }
 
-impl<K: Resource> Inner<K> {
-    fn stored(&self, namespace: &str, name: &str) -> Option<&Arc<K>> {
-        let key = (namespace.to_string(), name.to_string());
-        let group = self.group_of_key.get(&key)?;
-        self.groups
-            .get(&(key.0, group.clone()))
-            .and_then(|g| g.get(name))
-    }
-
+impl<K: Cached> Inner<K> {
+    /// Stores `object` in its group (an object without one is not kept).
     fn insert(&mut self, group_of: GroupOf<K>, object: Arc<K>) {
-        let key = key_of(&*object);
         let Some(group) = group_of(&object) else {
             return;
         };
-        self.group_of_key.insert(key.clone(), group.clone());
-        self.groups
-            .entry((key.0, group))
-            .or_default()
-            .insert(key.1, object);
+        let group = key(object.namespace(), group);
+        self.groups.entry(group).or_default().push(object.clone());
+        self.objects.insert(key_of(&*object), object);
     }
 
-    fn remove(&mut self, key: &Key) {
-        let Some(group) = self.group_of_key.remove(key) else {
-            return;
-        };
-        let group_key = (key.0.clone(), group);
+    /// Removes the object of `key`; the group it was in.
+    fn remove(&mut self, group_of: GroupOf<K>, key: &Key) -> Option<String> {
+        let old = self.objects.remove(key)?;
+        let group = group_of(&old)?;
+        let group_key = self::key(old.namespace(), group);
         if let Some(members) = self.groups.get_mut(&group_key) {
-            members.remove(&key.1);
+            members.retain(|o| !Arc::ptr_eq(o, &old));
             if members.is_empty() {
                 self.groups.remove(&group_key);
             }
         }
+        Some(group.to_string())
     }
 
     fn done_writing(&mut self, key: &Key) {
@@ -410,21 +417,21 @@ impl<K: Resource> Inner<K> {
         let Some(group) = group else {
             return in_flight;
         };
-        let group_key = (key.0.clone(), group.to_string());
+        let group_key = (key.0.clone(), Box::from(group));
         let (written, uid) = match self.pending.get(&group_key).and_then(|g| g.get(&key.1)) {
             Some(Pending::Written { object, .. }) => (
-                object.meta().resource_version.clone(),
-                object.meta().uid.clone(),
+                object.resource_version().map(str::to_string),
+                object.uid().map(str::to_string),
             ),
             _ => return in_flight,
         };
         if deleted {
-            if uid.is_none() || uid == object.meta().uid {
+            if uid.is_none() || uid.as_deref() == object.uid() {
                 self.settle(&group_key, &key.1, None);
             }
             return in_flight;
         }
-        let own = object.meta().resource_version == written;
+        let own = object.resource_version() == written.as_deref();
         self.settle(&group_key, &key.1, Some(object));
         in_flight || own
     }
@@ -432,7 +439,7 @@ impl<K: Resource> Inner<K> {
     /// Whether a watched deletion of `key` (of `uid`) is an own deletion.
     fn own_deletion(&mut self, key: &Key, group: Option<&str>, uid: Option<&str>) -> bool {
         let Some(group) = group else { return false };
-        let group_key = (key.0.clone(), group.to_string());
+        let group_key = (key.0.clone(), Box::from(group));
         let Some(names) = self.pending.get_mut(&group_key) else {
             return false;
         };
@@ -456,10 +463,10 @@ impl<K: Resource> Inner<K> {
         let done = match names.get(name) {
             None => return,
             Some(Pending::Written { object, .. }) => current.is_none_or(|c| {
-                let (seen, written) = (&c.meta().resource_version, &object.meta().resource_version);
-                seen == written || is_later(seen.as_deref(), written.as_deref())
+                let (seen, written) = (c.resource_version(), object.resource_version());
+                seen == written || is_later(seen, written)
             }),
-            Some(Pending::Deleted { uid, .. }) => current.is_none_or(|c| c.meta().uid != *uid),
+            Some(Pending::Deleted { uid, .. }) => current.is_none_or(|c| c.uid() != uid.as_deref()),
         };
         if done {
             names.remove(name);
@@ -481,14 +488,6 @@ fn is_later(seen: Option<&str>, written: Option<&str>) -> bool {
         (Some(seen), Some(written)) => seen > written,
         _ => true,
     }
-}
-
-fn key_of<K: Resource>(object: &K) -> Key {
-    let meta = object.meta();
-    (
-        meta.namespace.clone().unwrap_or_default(),
-        meta.name.clone().unwrap_or_default(),
-    )
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! The watch that fills one [`Store`]: kube-runtime's `watcher` (list, then watch from the
-//! list's resourceVersion, paging, bookmarks, re-list after 410 Gone), each object trimmed to
-//! what the controller uses before it is stored, and every change reported to a callback (the
-//! triggers).
+//! list's resourceVersion, paging, bookmarks, re-list after 410 Gone), each object reduced to
+//! what the controller keeps of it before it is stored ([`super::kept`]), and every change
+//! reported to a callback (the triggers).
 //!
 //! One rule is ours: **a watch that fails is listed again**, never resumed in silence. After an
 //! error kube-runtime's watcher would resume from the last resourceVersion, and nothing tells
@@ -21,7 +21,7 @@ use kube::{Api, Resource};
 use serde::de::DeserializeOwned;
 use tokio::sync::Notify;
 
-use super::store::Store;
+use super::store::{Cached, Store};
 use crate::clusters::api_error::{Kind, chain, kind_of};
 
 /// The first wait before listing again after a failure.
@@ -48,18 +48,19 @@ pub enum News<'a, K> {
     Failed { message: &'a str, kind: Kind },
 }
 
-/// What one watch fills and whom it tells.
-pub struct Watch<K: Resource> {
+/// What one watch fills and whom it tells: the objects of kind `K` it watches are stored as
+/// `C`, what the controller keeps of them.
+pub struct Watch<K: Resource, C> {
     /// The cluster (for logs).
     pub cluster: String,
     /// The resource (for logs and messages), e.g. `endpointslices`.
     pub resource: &'static str,
     pub api: Api<K>,
     pub config: watcher::Config,
-    pub store: Store<K>,
-    /// Drops what the controller does not use before an object is stored.
-    pub trim: fn(&mut K),
-    /// Also given every event, trimmed (the kube-runtime store the Controller runs on).
+    pub store: Store<C>,
+    /// What the controller keeps of an object ([`super::kept`]).
+    pub keep: fn(K) -> C,
+    /// Also given every event as watched (the kube-runtime store the Controller runs on).
     pub mirror: Option<Mirror<K>>,
     /// Ends the wait before listing again after a failure (the cluster answers again).
     pub wake: Arc<Notify>,
@@ -68,12 +69,13 @@ pub struct Watch<K: Resource> {
 /// A second consumer of a watch's events.
 pub type Mirror<K> = Box<dyn FnMut(&Event<K>) + Send>;
 
-impl<K> Watch<K>
+impl<K, C> Watch<K, C>
 where
     K: Resource + Clone + std::fmt::Debug + DeserializeOwned + Send + Sync + 'static,
+    C: Cached,
 {
     /// Runs for ever (abort the task to stop it), telling `news` what happens.
-    pub async fn run(mut self, mut news: impl FnMut(News<'_, K>) + Send) {
+    pub async fn run(mut self, mut news: impl FnMut(News<'_, C>) + Send) {
         let mut backoff = BACKOFF_FIRST;
         loop {
             let mut events = watcher(self.api.clone(), self.config.clone()).boxed();
@@ -114,17 +116,14 @@ where
     }
 
     /// Applies one event to the store; whether it completed a list.
-    fn apply(&mut self, mut event: Event<K>, news: &mut impl FnMut(News<'_, K>)) -> bool {
-        if let Event::InitApply(object) | Event::Apply(object) | Event::Delete(object) = &mut event
-        {
-            (self.trim)(object);
-        }
+    fn apply(&mut self, event: Event<K>, news: &mut impl FnMut(News<'_, C>)) -> bool {
         if let Some(mirror) = self.mirror.as_mut() {
             mirror(&event);
         }
         match event {
             Event::Init => self.store.list_started(),
             Event::InitApply(object) => {
+                let object = (self.keep)(object);
                 news(News::Listed { object: &object });
                 self.store.listed(object);
             }
@@ -138,7 +137,7 @@ where
                 return true;
             }
             Event::Apply(object) => {
-                let (applied, object) = self.store.applied(object);
+                let (applied, object) = self.store.applied((self.keep)(object));
                 news(News::Changed {
                     object: &object,
                     deleted: false,
@@ -147,6 +146,7 @@ where
                 });
             }
             Event::Delete(object) => {
+                let object = (self.keep)(object);
                 let applied = self.store.removed(&object);
                 news(News::Changed {
                     object: &object,

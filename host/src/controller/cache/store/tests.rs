@@ -12,12 +12,12 @@ fn slice(name: &str, service: &str, uid: &str, rv: &str) -> EndpointSlice {
     .unwrap()
 }
 
-fn service_of(s: &EndpointSlice) -> Option<String> {
+fn service_of(s: &EndpointSlice) -> Option<&str> {
     s.metadata
         .labels
         .as_ref()?
         .get("kubernetes.io/service-name")
-        .cloned()
+        .map(String::as_str)
 }
 
 fn names(objects: &[Arc<EndpointSlice>]) -> Vec<String> {
@@ -180,8 +180,8 @@ fn resource_versions_compare_as_integers_and_anything_else_counts_as_later() {
 
 #[test]
 fn a_store_grouped_by_name_gets_one_object() {
-    fn name_of(s: &EndpointSlice) -> Option<String> {
-        s.metadata.name.clone()
+    fn name_of(s: &EndpointSlice) -> Option<&str> {
+        s.metadata.name.as_deref()
     }
     let store = Store::new(name_of);
     store.list_started();
