@@ -3,11 +3,11 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::api::{DeleteParams, DynamicObject, Patch, PatchParams, Preconditions};
 use kube::{Api, Client};
 use serde_json::json;
 
+use super::cache::watched::WatchedSlice;
 use super::namespace::with_namespace;
 use super::read::{mcs_resource, object_name};
 use super::retry::on_conflict;
@@ -42,15 +42,15 @@ pub enum ApplyError {
 
 /// Server-side applies one copy made by `filter` into `cluster` (creating its namespace when
 /// the member lacks it); returns the object as the member holds it afterwards (its
-/// resourceVersion unchanged when the copy was already there).
+/// resourceVersion unchanged when the copy was already there), decoded as the caches keep it.
 pub async fn apply_copy(
     client: &Client,
     cluster: &str,
     field_manager: &str,
     copy: types::EndpointSlice,
-) -> Result<EndpointSlice, ApplyError> {
+) -> Result<WatchedSlice, ApplyError> {
     let (namespace, name) = (copy.namespace.clone(), copy.name.clone());
-    let api: Api<EndpointSlice> = Api::namespaced(client.clone(), &namespace);
+    let api: Api<WatchedSlice> = Api::namespaced(client.clone(), &namespace);
     let object = convert::slice_from_wit(copy);
     let params = PatchParams::apply(field_manager).force();
     let patch = Patch::Apply(&object);
@@ -75,7 +75,7 @@ pub async fn delete_slice(
     uid: Option<String>,
     resource_version: Option<String>,
 ) -> Result<(), ApplyError> {
-    let api: Api<EndpointSlice> = Api::namespaced(client.clone(), namespace);
+    let api: Api<WatchedSlice> = Api::namespaced(client.clone(), namespace);
     let only_what_was_read = DeleteParams {
         preconditions: Some(Preconditions {
             uid,

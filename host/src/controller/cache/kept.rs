@@ -16,23 +16,14 @@
 
 use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::DynamicObject;
 
 use super::store::Cached;
+use super::watched::WatchedSlice;
 
 /// An EndpointSlice as the caches keep it.
-pub fn slice(mut slice: EndpointSlice) -> EndpointSlice {
-    let meta = std::mem::take(&mut slice.metadata);
-    slice.metadata = ObjectMeta {
-        name: meta.name,
-        namespace: meta.namespace,
-        uid: meta.uid,
-        resource_version: meta.resource_version,
-        labels: meta.labels,
-        annotations: meta.annotations,
-        ..ObjectMeta::default()
-    };
+pub fn slice(slice: WatchedSlice) -> EndpointSlice {
+    let mut slice = EndpointSlice::from(slice);
     if let Some(endpoints) = slice.endpoints.as_mut() {
         for endpoint in endpoints.iter_mut() {
             endpoint.addresses.shrink_to_fit();
@@ -152,7 +143,7 @@ mod tests {
 
     #[test]
     fn a_cached_slice_keeps_what_a_pass_reads_and_its_delete_preconditions() {
-        let s: EndpointSlice = serde_json::from_value(json!({
+        let s: WatchedSlice = serde_json::from_value(json!({
             "metadata": {"name": "web-1", "namespace": "shop", "uid": "u", "resourceVersion": "7",
                 "generation": 3, "creationTimestamp": "2026-01-01T00:00:00Z",
                 "labels": {"kubernetes.io/service-name": "web"}, "annotations": {"a": "b"},
@@ -163,7 +154,7 @@ mod tests {
             "ports": [{"name": "http", "port": 80, "protocol": "TCP"}]
         }))
         .unwrap();
-        let before = s.clone();
+        let before = s.endpoints.clone();
         let s = slice(s);
         assert_eq!(
             serde_json::to_value(&s).unwrap(),
@@ -177,7 +168,7 @@ mod tests {
                 "ports": [{"name": "http", "port": 80, "protocol": "TCP"}]
             })
         );
-        assert_eq!(s.endpoints, before.endpoints);
+        assert_eq!(s.endpoints, before);
     }
 
     #[test]

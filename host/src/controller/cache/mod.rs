@@ -36,6 +36,7 @@
 pub mod kept;
 pub mod store;
 pub mod watch;
+pub mod watched;
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
