@@ -391,6 +391,7 @@ async fn latency(settings: &Settings, members: usize) {
     tokio::time::sleep(Duration::from_secs(1)).await;
     let before = fleet.metrics().await;
     fleet.clear_request_logs().await;
+    let cpu_before = cpu_seconds(fleet.controller_pid());
     let mut first = Vec::new();
     let mut last = Vec::new();
     let mut missed = 0;
@@ -404,6 +405,7 @@ async fn latency(settings: &Settings, members: usize) {
             None => missed += 1,
         }
     }
+    let cpu = cpu_seconds(fleet.controller_pid()) - cpu_before;
     let after = fleet.metrics().await;
     let requests = fleet.request_logs().await;
     println!("(client side, from just before the PUT to the watch event on the consumer)");
@@ -415,7 +417,11 @@ async fn latency(settings: &Settings, members: usize) {
     print_histogram_delta(&before, &after);
     print_requests_per_write(&requests, settings.writes);
     let heap = metric(&after, "mcs_policy_sync_heap_bytes").unwrap_or(0.0);
-    println!("controller heap {:.1} MB", heap / 1e6);
+    println!(
+        "controller CPU per write {:.2} ms; heap {:.1} MB",
+        cpu * 1000.0 / settings.writes as f64,
+        heap / 1e6
+    );
 }
 
 /// The API requests the clusters received during the writes, per write: reads (get, list)
