@@ -2,6 +2,9 @@
 //! decide (a sync pass over 20 members at rest) through the component with a fresh instance per
 //! call, next to the same guest code compiled natively,
 //! in one run. `cargo bench -p mcs-policy --bench engine`; results go in BENCHMARKS.md.
+//! `cargo bench -p mcs-policy --bench engine -- ROW` runs one group of rows alone (to profile
+//! it): `floor`, `validate`, `mutate`, `filter`, `decide` (with the same pass as separate calls)
+//! or `reset` (the keep-resident sweep).
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -219,6 +222,19 @@ fn micros(d: Duration) -> f64 {
     d.as_secs_f64() * 1e6
 }
 
+/// The groups of rows to run: the one the bench's first free argument names, or all of them.
+struct Rows(Option<String>);
+
+impl Rows {
+    fn from_args() -> Self {
+        Rows(std::env::args().skip(1).find(|a| !a.starts_with("--")))
+    }
+
+    fn runs(&self, name: &str) -> bool {
+        self.0.as_deref().is_none_or(|only| only == name)
+    }
+}
+
 fn row(name: &str, wasm: &Stats, native: &Stats) {
     println!(
         "| {name:<38} | {:>9.1} | {:>9.1} | {:>9.1} | {:>9.1} | {:>5.2}x |",
@@ -231,6 +247,7 @@ fn row(name: &str, wasm: &Stats, native: &Stats) {
 }
 
 fn main() {
+    let rows = Rows::from_args();
     let started = Instant::now();
     let engine = PolicyEngine::embedded(EngineOptions::default()).expect("embedded component");
     println!(
@@ -291,178 +308,194 @@ fn main() {
         operation: guest::Operation::Delete,
         ..guest_req.clone()
     };
-    let wasm = measure(3000, || {
-        let _ = black_box(
-            engine
-                .validate(&noop_req, &host_settings, &host_context, BUDGET)
-                .unwrap(),
-        );
-    });
-    let native = measure(3000, || {
-        let _ = black_box(guest::validate::validate_request(
-            black_box(&guest_noop),
-            &guest_settings,
-            &guest_context,
-        ));
-    });
-    row("floor: DELETE, no policy work (µs)", &wasm, &native);
-
-    let wasm = measure(3000, || {
-        let _ = black_box(
-            engine
-                .validate(&host_req, &host_settings, &host_context, BUDGET)
-                .unwrap(),
-        );
-    });
-    let native = measure(3000, || {
-        let _ = black_box(guest::validate::validate_request(
-            black_box(&guest_req),
-            &guest_settings,
-            &guest_context,
-        ));
-    });
-    row("validate (µs)", &wasm, &native);
-
-    let wasm = measure(3000, || {
-        black_box(engine.mutate(&host_req, &host_settings, BUDGET).unwrap()).ok();
-    });
-    let native = measure(3000, || {
-        black_box(guest::defaults::default_request(black_box(&guest_req))).ok();
-    });
-    row("mutate (µs)", &wasm, &native);
-
-    let (h_mcs, h_ports, h_slices) = filter_input!(mcs_policy::engine::types);
-    let (g_mcs, g_ports, g_slices) = filter_input!(guest);
-    let copies = engine
-        .filter(
-            &h_mcs,
-            Some(&h_ports),
-            "member1",
-            "member2",
-            &h_slices,
-            BUDGET,
-        )
-        .unwrap();
-    assert_eq!(copies.len(), 50);
-    let wasm = measure(500, || {
-        black_box(
-            engine
-                .filter(
-                    &h_mcs,
-                    Some(&h_ports),
-                    "member1",
-                    "member2",
-                    &h_slices,
-                    BUDGET,
-                )
-                .unwrap(),
-        );
-    });
-    let native = measure(500, || {
-        black_box(guest::filter::filter(
-            &g_mcs,
-            Some(&g_ports),
-            "member1",
-            "member2",
-            black_box(g_slices.clone()),
-        ));
-    });
-    row("filter, 50 slices x 10 endpoints (µs)", &wasm, &native);
-
-    let (h_pass, h_settings) = pass_input!(mcs_policy::engine::types);
-    let (g_pass, g_settings) = pass_input!(guest);
-    let decision = engine.decide(&h_pass, h_settings, BUDGET).unwrap().unwrap();
-    let native = guest::sync::decide(&g_pass, &g_settings).unwrap();
-    assert!(
-        decision.copies.is_empty() && decision.deletions.is_empty() && decision.services.is_empty()
-    );
-    assert!(native.copies.is_empty() && native.deletions.is_empty() && native.services.is_empty());
-    let wasm = measure(300, || {
-        black_box(engine.decide(&h_pass, h_settings, BUDGET).unwrap().unwrap());
-    });
-    let native = measure(300, || {
-        black_box(guest::sync::decide(black_box(&g_pass), &g_settings).unwrap());
-    });
-    row(
-        "decide, 20 members x 40 slices at rest (µs)",
-        &wasm,
-        &native,
-    );
-    // The same pass as the component calls the controller made before `decide`: `plan`, then
-    // `filter` for every provider and consumer (20 x 19, the provider's two slices each, which the engine
-    // summarises and assembles the copies of), then `prune` for
-    // every member (its 40 slices).
-    let own = |slices: &[types::EndpointSlice]| slices[slices.len() - 2..].to_vec();
-    let held_of = |m: &types::MemberRead| match &m.state {
-        types::MemberState::Ready(o) => o.slices.clone().unwrap(),
-        types::MemberState::NotReady(_) => Vec::new(),
-    };
-    let held: Vec<(String, Vec<types::EndpointSlice>)> = h_pass
-        .members
-        .iter()
-        .map(|m| (m.cluster.clone(), held_of(m)))
-        .collect();
-    let names: Vec<String> = held.iter().map(|(n, _)| n.clone()).collect();
-    let wasm = measure(20, || {
-        let plan = engine.plan(&h_pass.mcs, &names, BUDGET).unwrap().unwrap();
-        for (consumer, existing) in &held {
-            let mut desired = Vec::new();
-            for (provider, slices) in held.iter().filter(|(p, _)| p != consumer) {
-                let summaries = own(slices);
-                let copies = engine
-                    .filter(&plan.mcs, None, provider, consumer, &summaries, BUDGET)
-                    .unwrap();
-                desired.extend(copies.into_iter().map(|c| c.name));
-            }
-            let stale = engine
-                .prune(&plan.mcs, existing, &desired, &[], BUDGET)
-                .unwrap();
-            assert!(stale.is_empty());
-        }
-    });
-    println!(
-        "| {:<38} | {:>9.1} | {:>9.1} |           |           |        |",
-        "same pass as plan + 380 filter + 20 prune calls (µs)",
-        micros(wasm.median),
-        micros(wasm.p99)
-    );
-    println!();
-    println!(
-        "native filter includes cloning its input; the wasm path clones the endpoints into the copies in the host."
-    );
-
-    println!();
-    println!(
-        "instance reset strategy (pooling allocator, linear memory kept resident between instances):"
-    );
-    println!("| keep resident | floor p50 | validate p50 | validate p99 |");
-    println!("|---------------|-----------|--------------|--------------|");
-    for kib in [0usize, 64, 256, 512, 1024, 2048] {
-        let options = EngineOptions {
-            keep_resident_bytes: kib << 10,
-            ..EngineOptions::default()
-        };
-        let engine = PolicyEngine::embedded(options).expect("embedded component");
-        let floor = measure(3000, || {
+    if rows.runs("floor") {
+        let wasm = measure(3000, || {
             let _ = black_box(
                 engine
                     .validate(&noop_req, &host_settings, &host_context, BUDGET)
                     .unwrap(),
             );
         });
-        let full = measure(3000, || {
+        let native = measure(3000, || {
+            let _ = black_box(guest::validate::validate_request(
+                black_box(&guest_noop),
+                &guest_settings,
+                &guest_context,
+            ));
+        });
+        row("floor: DELETE, no policy work (µs)", &wasm, &native);
+    }
+
+    if rows.runs("validate") {
+        let wasm = measure(3000, || {
             let _ = black_box(
                 engine
                     .validate(&host_req, &host_settings, &host_context, BUDGET)
                     .unwrap(),
             );
         });
-        println!(
-            "| {:>9} KiB | {:>9.1} | {:>12.1} | {:>12.1} |",
-            kib,
-            micros(floor.median),
-            micros(full.median),
-            micros(full.p99)
+        let native = measure(3000, || {
+            let _ = black_box(guest::validate::validate_request(
+                black_box(&guest_req),
+                &guest_settings,
+                &guest_context,
+            ));
+        });
+        row("validate (µs)", &wasm, &native);
+    }
+
+    if rows.runs("mutate") {
+        let wasm = measure(3000, || {
+            black_box(engine.mutate(&host_req, &host_settings, BUDGET).unwrap()).ok();
+        });
+        let native = measure(3000, || {
+            black_box(guest::defaults::default_request(black_box(&guest_req))).ok();
+        });
+        row("mutate (µs)", &wasm, &native);
+    }
+
+    if rows.runs("filter") {
+        let (h_mcs, h_ports, h_slices) = filter_input!(mcs_policy::engine::types);
+        let (g_mcs, g_ports, g_slices) = filter_input!(guest);
+        let copies = engine
+            .filter(
+                &h_mcs,
+                Some(&h_ports),
+                "member1",
+                "member2",
+                &h_slices,
+                BUDGET,
+            )
+            .unwrap();
+        assert_eq!(copies.len(), 50);
+        let wasm = measure(500, || {
+            black_box(
+                engine
+                    .filter(
+                        &h_mcs,
+                        Some(&h_ports),
+                        "member1",
+                        "member2",
+                        &h_slices,
+                        BUDGET,
+                    )
+                    .unwrap(),
+            );
+        });
+        let native = measure(500, || {
+            black_box(guest::filter::filter(
+                &g_mcs,
+                Some(&g_ports),
+                "member1",
+                "member2",
+                black_box(g_slices.clone()),
+            ));
+        });
+        row("filter, 50 slices x 10 endpoints (µs)", &wasm, &native);
+    }
+
+    if rows.runs("decide") {
+        let (h_pass, h_settings) = pass_input!(mcs_policy::engine::types);
+        let (g_pass, g_settings) = pass_input!(guest);
+        let decision = engine.decide(&h_pass, h_settings, BUDGET).unwrap().unwrap();
+        let native = guest::sync::decide(&g_pass, &g_settings).unwrap();
+        assert!(
+            decision.copies.is_empty()
+                && decision.deletions.is_empty()
+                && decision.services.is_empty()
         );
+        assert!(
+            native.copies.is_empty() && native.deletions.is_empty() && native.services.is_empty()
+        );
+        let wasm = measure(300, || {
+            black_box(engine.decide(&h_pass, h_settings, BUDGET).unwrap().unwrap());
+        });
+        let native = measure(300, || {
+            black_box(guest::sync::decide(black_box(&g_pass), &g_settings).unwrap());
+        });
+        row(
+            "decide, 20 members x 40 slices at rest (µs)",
+            &wasm,
+            &native,
+        );
+        // The same pass as the component calls the controller made before `decide`: `plan`, then
+        // `filter` for every provider and consumer (20 x 19, the provider's two slices each, which the engine
+        // summarises and assembles the copies of), then `prune` for
+        // every member (its 40 slices).
+        let own = |slices: &[types::EndpointSlice]| slices[slices.len() - 2..].to_vec();
+        let held_of = |m: &types::MemberRead| match &m.state {
+            types::MemberState::Ready(o) => o.slices.clone().unwrap(),
+            types::MemberState::NotReady(_) => Vec::new(),
+        };
+        let held: Vec<(String, Vec<types::EndpointSlice>)> = h_pass
+            .members
+            .iter()
+            .map(|m| (m.cluster.clone(), held_of(m)))
+            .collect();
+        let names: Vec<String> = held.iter().map(|(n, _)| n.clone()).collect();
+        let wasm = measure(20, || {
+            let plan = engine.plan(&h_pass.mcs, &names, BUDGET).unwrap().unwrap();
+            for (consumer, existing) in &held {
+                let mut desired = Vec::new();
+                for (provider, slices) in held.iter().filter(|(p, _)| p != consumer) {
+                    let summaries = own(slices);
+                    let copies = engine
+                        .filter(&plan.mcs, None, provider, consumer, &summaries, BUDGET)
+                        .unwrap();
+                    desired.extend(copies.into_iter().map(|c| c.name));
+                }
+                let stale = engine
+                    .prune(&plan.mcs, existing, &desired, &[], BUDGET)
+                    .unwrap();
+                assert!(stale.is_empty());
+            }
+        });
+        println!(
+            "| {:<38} | {:>9.1} | {:>9.1} |           |           |        |",
+            "same pass as plan + 380 filter + 20 prune calls (µs)",
+            micros(wasm.median),
+            micros(wasm.p99)
+        );
+    }
+    if rows.runs("reset") {
+        println!();
+        println!(
+            "native filter includes cloning its input; the wasm path clones the endpoints into the copies in the host."
+        );
+
+        println!();
+        println!(
+            "instance reset strategy (pooling allocator, linear memory kept resident between instances):"
+        );
+        println!("| keep resident | floor p50 | validate p50 | validate p99 |");
+        println!("|---------------|-----------|--------------|--------------|");
+        for kib in [0usize, 64, 256, 512, 1024, 2048] {
+            let options = EngineOptions {
+                keep_resident_bytes: kib << 10,
+                ..EngineOptions::default()
+            };
+            let engine = PolicyEngine::embedded(options).expect("embedded component");
+            let floor = measure(3000, || {
+                let _ = black_box(
+                    engine
+                        .validate(&noop_req, &host_settings, &host_context, BUDGET)
+                        .unwrap(),
+                );
+            });
+            let full = measure(3000, || {
+                let _ = black_box(
+                    engine
+                        .validate(&host_req, &host_settings, &host_context, BUDGET)
+                        .unwrap(),
+                );
+            });
+            println!(
+                "| {:>9} KiB | {:>9.1} | {:>12.1} | {:>12.1} |",
+                kib,
+                micros(floor.median),
+                micros(full.median),
+                micros(full.p99)
+            );
+        }
     }
 }
