@@ -21,6 +21,7 @@ pub mod field;
 pub mod filter;
 mod gofmt;
 pub mod json;
+pub mod memcmp;
 mod meta;
 pub mod names;
 pub mod plan;
