@@ -27,6 +27,7 @@ pub mod names;
 pub mod plan;
 mod schema;
 pub mod service;
+pub mod slices;
 mod strict;
 pub mod sync;
 mod time;

@@ -11,7 +11,6 @@ use serde_json::json;
 use super::namespace::with_namespace;
 use super::read::{mcs_resource, object_name};
 use super::retry::on_conflict;
-use crate::engine::{convert, types};
 
 /// What could not be written.
 #[derive(Debug, thiserror::Error)]
@@ -32,6 +31,8 @@ pub enum ApplyError {
         #[source]
         source: Box<kube::Error>,
     },
+    #[error("making a copy for cluster {cluster}: {message}")]
+    Assemble { cluster: String, message: String },
     #[error("updating the finalizers of multiclusterservice {object} in the hub")]
     Finalizer {
         object: String,
@@ -40,18 +41,18 @@ pub enum ApplyError {
     },
 }
 
-/// Server-side applies one copy made by `filter` into `cluster` (creating its namespace when
+/// Server-side applies one copy `decide` asked for into `cluster` (creating its namespace when
 /// the member lacks it); returns the resourceVersion the object has afterwards (unchanged
 /// when the copy was already there).
 pub async fn apply_copy(
     client: &Client,
     cluster: &str,
     field_manager: &str,
-    copy: types::EndpointSlice,
+    object: EndpointSlice,
 ) -> Result<Option<String>, ApplyError> {
-    let (namespace, name) = (copy.namespace.clone(), copy.name.clone());
+    let namespace = object.metadata.namespace.clone().unwrap_or_default();
+    let name = object.metadata.name.clone().unwrap_or_default();
     let api: Api<EndpointSlice> = Api::namespaced(client.clone(), &namespace);
-    let object = convert::slice_from_wit(copy);
     let params = PatchParams::apply(field_manager).force();
     let patch = Patch::Apply(&object);
     on_conflict(|| with_namespace(client, &namespace, || api.patch(&name, &params, &patch)))

@@ -19,8 +19,8 @@ use super::report::Failure;
 use super::service::{read_member, read_template};
 use crate::clusters::Cluster;
 use crate::clusters::api_error::Kind;
-use crate::engine::convert;
 use crate::engine::types::{MemberObjects, MemberRead, MemberState, PassRead, ReadFailure};
+use crate::engine::{PassSlices, convert};
 
 /// What a pass read beyond the component's input, for carrying out its answer.
 pub struct Snapshot {
@@ -32,6 +32,8 @@ pub struct Snapshot {
     /// The resourceVersion of each slice read, by member and name (an apply that leaves it
     /// unchanged wrote nothing).
     pub versions: HashMap<(String, String), Option<String>>,
+    /// The slices read, which the copies `decide` asks for are made from.
+    pub slices: PassSlices,
     /// What could not be read (for metrics; the messages are in `pass`).
     pub failures: Vec<Failure>,
 }
@@ -73,6 +75,7 @@ pub async fn read(
         template: None,
         service_uids: HashMap::new(),
         versions: HashMap::new(),
+        slices: PassSlices::new(),
         failures: Vec::new(),
     };
     let template = match template {
@@ -131,6 +134,9 @@ pub async fn read(
         mcs: json,
         members,
         template,
+        slice_bodies: snapshot.slices.bodies().to_vec(),
+        slice_maps: snapshot.slices.maps().to_vec(),
+        slice_ports: snapshot.slices.ports().to_vec(),
     };
     Ok((pass, snapshot))
 }
@@ -150,7 +156,7 @@ impl Snapshot {
                     let version = s.metadata.resource_version.clone();
                     self.versions.insert((member.name.clone(), name), version);
                 }
-                Ok(slices.iter().map(convert::slice_to_wit).collect())
+                Ok(self.slices.read(&member.name, slices))
             }
             Err(err) => {
                 let failure = self.fail(object, &member.name, &err);

@@ -8,13 +8,13 @@ use std::collections::BTreeMap;
 use futures::future::join_all;
 
 use super::Context;
-use super::apply::{apply_copy, delete_slice};
+use super::apply::{ApplyError, apply_copy, delete_slice};
 use super::report::Failure;
 use super::service::{Propagated, write};
 use super::snapshot::Snapshot;
 use crate::clusters::Cluster;
 use crate::engine::convert;
-use crate::engine::types::{EndpointSlice, PassDecision, ServiceWrite, WriteFailures};
+use crate::engine::types::{PassDecision, ServiceWrite, SliceWrite, WriteFailures};
 
 /// What the writes of a pass did.
 #[derive(Debug, Default)]
@@ -49,11 +49,7 @@ pub async fn write_all(
 ) -> Written {
     let mut copies: BTreeMap<&str, Member<'_>> = BTreeMap::new();
     for write in &decision.copies {
-        copies
-            .entry(&write.cluster)
-            .or_default()
-            .apply
-            .push(&write.slice);
+        copies.entry(&write.cluster).or_default().apply.push(write);
     }
     for delete in &decision.deletions {
         copies
@@ -89,7 +85,7 @@ pub async fn write_all(
 /// One member's slice writes.
 #[derive(Default)]
 struct Member<'a> {
-    apply: Vec<&'a EndpointSlice>,
+    apply: Vec<&'a SliceWrite>,
     delete: Vec<&'a String>,
 }
 
@@ -104,10 +100,22 @@ impl Member<'_> {
     ) -> Written {
         let mut written = Written::default();
         let member = cluster.name.as_str();
-        for copy in self.apply {
-            let key = (member.to_string(), copy.name.clone());
+        for write in self.apply {
+            let key = (member.to_string(), write.copy.name.clone());
             let before = snapshot.versions.get(&key).cloned().flatten();
-            match apply_copy(&cluster.client, member, &ctx.field_manager, copy.clone()).await {
+            let copy = match snapshot.slices.copy(write) {
+                Ok(copy) => copy,
+                // A bug of the component's; nothing to apply.
+                Err(message) => {
+                    let err = ApplyError::Assemble {
+                        cluster: member.to_string(),
+                        message,
+                    };
+                    written.slices.push(Failure::logged(object, member, &err));
+                    continue;
+                }
+            };
+            match apply_copy(&cluster.client, member, &ctx.field_manager, copy).await {
                 Ok(version) if version != before => written.applied += 1,
                 Ok(_) => {}
                 Err(err) => written.slices.push(Failure::logged(object, member, &err)),
