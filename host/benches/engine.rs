@@ -1,8 +1,9 @@
 //! Engine benchmark: one validate, one mutate, one filter (50 slices × 10 endpoints) and one
 //! decide (a sync pass over 20 members at rest, with the same endpoints in every member and with
 //! each member's own; and the same passes with an MCS that does not decode, which shows what
-//! crossing into the component costs) through the component with a fresh instance per call,
-//! next to the same guest code compiled natively, in one run. `cargo bench -p mcs-policy --bench engine`; results go in BENCHMARKS.md.
+//! crossing into the component costs; and a pass with every copy still to make) through the
+//! component with a fresh instance per call, next to the same guest code compiled natively, in
+//! one run. `cargo bench -p mcs-policy --bench engine`; results go in BENCHMARKS.md.
 //! `cargo bench -p mcs-policy --bench engine -- ROW` runs one group of rows alone (to profile
 //! it): `floor`, `validate`, `mutate`, `filter`, `decide` (with the same pass as separate calls)
 //! or `reset` (the keep-resident sweep).
@@ -358,6 +359,37 @@ fn decide_rows(engine: &PolicyEngine, read: &[(String, Vec<EndpointSlice>)], var
     );
 }
 
+/// `decide` over the pass `read` before any copy was made (every member holds its own slices
+/// only): 760 copies to make, which both sides make from their source slices as the host does.
+fn decide_cold_row(engine: &PolicyEngine, read: &[(String, Vec<EndpointSlice>)]) {
+    let mut slices = PassSlices::new();
+    let states: Vec<(String, types::MemberSlices)> = read
+        .iter()
+        .map(|(m, list)| (m.clone(), slices.read(m, list[list.len() - 2..].to_vec())))
+        .collect();
+    let (h_pass, h_settings) = pass_input!(mcs_policy::engine::types, &slices, &states);
+    let (g_pass, g_settings) = pass_input!(guest, &slices, &states);
+    let decision = engine.decide(&h_pass, h_settings, BUDGET).unwrap().unwrap();
+    assert_eq!(decision.copies.len(), 760);
+    let wasm = measure(100, || {
+        let decision = engine.decide(&h_pass, h_settings, BUDGET).unwrap().unwrap();
+        for w in &decision.copies {
+            black_box(slices.copy(w).unwrap());
+        }
+    });
+    let native = measure(100, || {
+        let decision = guest::sync::decide(black_box(&g_pass), &g_settings).unwrap();
+        for w in decision.copies {
+            black_box(slices.copy(&host_write(w)).unwrap());
+        }
+    });
+    row(
+        "decide, 20 members x 2 slices, 760 copies to make (µs)",
+        &wasm,
+        &native,
+    );
+}
+
 fn main() {
     let rows = Rows::from_args();
     let started = Instant::now();
@@ -510,6 +542,7 @@ fn main() {
         let read = pass_slices(false);
         decide_rows(&engine, &read, "");
         decide_rows(&engine, &pass_slices(true), ", own endpoints");
+        decide_cold_row(&engine, &read);
         // The same pass as the component calls the controller made before `decide`: `plan`, then
         // `filter` for every provider and consumer (20 x 19, the provider's two slices each, which the engine
         // summarises and assembles the copies of), then `prune` for
