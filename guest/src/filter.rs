@@ -8,6 +8,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use crate::slices::SliceMeta;
 use crate::{EndpointPort, EndpointSlice, McsRef, ServicePort, SliceCopy, SliceSummary};
 
 pub const SERVICE_NAME_LABEL: &str = "kubernetes.io/service-name";
@@ -32,11 +33,22 @@ pub fn copies(
     if source == consumer {
         return Vec::new();
     }
+    copies_from(mcs, service_ports, source, slices)
+}
+
+/// The copies every cluster but `source` must hold of `source`'s slices: [`copies`] for any
+/// other consumer (a copy does not depend on which cluster holds it).
+pub fn copies_from(
+    mcs: &McsRef,
+    service_ports: Option<&[ServicePort]>,
+    source: &str,
+    slices: &[SliceSummary],
+) -> Vec<SliceCopy> {
     let allowed = allowed_port_names(mcs, service_ports);
     slices
         .iter()
         .enumerate()
-        .filter(|(_, s)| is_source_slice(s, mcs))
+        .filter(|(_, s)| is_source_slice(&s.namespace, &s.labels, mcs))
         .filter_map(|(i, s)| copy_of(i, s, mcs, source, allowed.as_ref()))
         .collect()
 }
@@ -61,12 +73,12 @@ pub fn filter(
 }
 
 /// What `copies` reads of a slice.
-pub fn summary(slice: &EndpointSlice) -> SliceSummary {
+pub fn summary(slice: &impl SliceMeta) -> SliceSummary {
     SliceSummary {
-        name: slice.name.clone(),
-        namespace: slice.namespace.clone(),
-        labels: slice.labels.clone(),
-        port_names: slice.ports.iter().map(|p| p.name.clone()).collect(),
+        name: slice.name().to_string(),
+        namespace: slice.namespace().to_string(),
+        labels: slice.labels().to_vec(),
+        port_names: slice.ports().iter().map(|p| p.name.clone()).collect(),
     }
 }
 
@@ -88,16 +100,16 @@ pub fn apply(copy: SliceCopy, slice: EndpointSlice) -> EndpointSlice {
     }
 }
 
-/// A slice of this Service that the multi-cluster machinery did not make (the loop guard).
-fn is_source_slice(slice: &SliceSummary, mcs: &McsRef) -> bool {
+/// Whether a slice in `namespace` with `labels` is one of this Service's that the multi-cluster
+/// machinery did not make (the loop guard): one that `copies` copies.
+pub fn is_source_slice(namespace: &str, labels: &[(String, String)], mcs: &McsRef) -> bool {
     let label = |key: &str| {
-        slice
-            .labels
+        labels
             .iter()
             .find(|(k, _)| k == key)
             .map(|(_, v)| v.as_str())
     };
-    slice.namespace == mcs.namespace
+    namespace == mcs.namespace
         && label(SERVICE_NAME_LABEL) == Some(mcs.name.as_str())
         && !matches!(
             label(MANAGED_BY_LABEL),
@@ -160,9 +172,10 @@ fn copy_of(
     Some(SliceCopy {
         source: index as u32,
         name: copy_name(source, &slice.name),
+        // In key order, as a cluster returns them: a held copy then compares without sorting.
         labels: vec![
-            (SERVICE_NAME_LABEL.to_string(), mcs.name.clone()),
             (MANAGED_BY_LABEL.to_string(), DISPATCH_MANAGER.to_string()),
+            (SERVICE_NAME_LABEL.to_string(), mcs.name.clone()),
         ],
         annotations: vec![(PROVISION_CLUSTER_ANNOTATION.to_string(), source.to_string())],
         ports,
@@ -172,7 +185,10 @@ fn copy_of(
 /// `<source>-<slice>`; past 253 bytes, a truncated prefix plus a hash of the full name, so names
 /// stay unique, stable and valid DNS subdomains.
 pub fn copy_name(source: &str, slice: &str) -> String {
-    let full = format!("{source}-{slice}");
+    let mut full = String::with_capacity(source.len() + 1 + slice.len());
+    full.push_str(source);
+    full.push('-');
+    full.push_str(slice);
     if full.len() <= MAX_NAME {
         return full;
     }
@@ -185,7 +201,7 @@ pub fn copy_name(source: &str, slice: &str) -> String {
 }
 
 /// FNV-1a, 64 bit: stable across hosts and versions, no dependencies.
-fn fnv1a64(bytes: &[u8]) -> u64 {
+pub(crate) fn fnv1a64(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
         (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
     })
@@ -281,8 +297,8 @@ mod tests {
         assert_eq!(
             copy.labels,
             vec![
-                (SERVICE_NAME_LABEL.to_string(), "web".to_string()),
-                (MANAGED_BY_LABEL.to_string(), DISPATCH_MANAGER.to_string())
+                (MANAGED_BY_LABEL.to_string(), DISPATCH_MANAGER.to_string()),
+                (SERVICE_NAME_LABEL.to_string(), "web".to_string())
             ]
         );
         assert_eq!(

@@ -9,11 +9,12 @@ use crate::field::aggregate;
 use crate::filter::{
     DISPATCH_MANAGER, MANAGED_BY_LABEL, PROVISION_CLUSTER_ANNOTATION, SERVICE_NAME_LABEL,
 };
+use crate::slices::SliceMeta;
 use crate::sync::holds_finalizer;
 use crate::validate::{
     CROSS_CLUSTER, KARMADA_COMPATIBLE, LOAD_BALANCER, NOTHING_KNOWN, validate_mcs,
 };
-use crate::{EndpointSlice, ExposurePort, McsRef, SyncPlan};
+use crate::{ExposurePort, McsRef, SyncPlan};
 
 /// Plans the sync of an MCS (JSON text) against the registered cluster names.
 pub fn plan(raw: &str, registered: &[String]) -> Result<SyncPlan, String> {
@@ -84,39 +85,60 @@ fn select(listed: &[String], registered: &[String]) -> (Vec<String>, Vec<String>
 }
 
 /// Names of the stale copies of `mcs` among `existing` (see WIT `prune`): our copies of this
-/// Service that are not `desired` and were not copied from a provider in `kept_sources` (one
-/// that could not be read: its copies stay until it can be).
+/// Service ([`copied_from`]) that are not `desired` and were not copied from a provider in
+/// `kept_sources` (one that could not be read: its copies stay until it can be).
 pub fn prune(
     mcs: &McsRef,
-    existing: &[EndpointSlice],
+    existing: &[impl SliceMeta],
     desired: &[String],
     kept_sources: &[String],
 ) -> Vec<String> {
     let desired: BTreeSet<&str> = desired.iter().map(String::as_str).collect();
-    let kept_sources: BTreeSet<&str> = kept_sources.iter().map(String::as_str).collect();
-    let value = |pairs: &[(String, String)], key: &str| -> Option<String> {
-        pairs
-            .iter()
-            .find(|(k, v)| k == key && !v.is_empty())
-            .map(|(_, v)| v.clone())
-    };
     existing
         .iter()
-        .filter(|s| s.namespace == mcs.namespace)
-        .filter(|s| value(&s.labels, SERVICE_NAME_LABEL).as_deref() == Some(mcs.name.as_str()))
-        .filter(|s| value(&s.labels, MANAGED_BY_LABEL).as_deref() == Some(DISPATCH_MANAGER))
         .filter(|s| {
-            value(&s.annotations, PROVISION_CLUSTER_ANNOTATION)
-                .is_some_and(|source| !kept_sources.contains(source.as_str()))
+            copied_from(mcs, s.namespace(), s.labels(), s.annotations())
+                .is_some_and(|source| is_stale(source, desired.contains(s.name()), kept_sources))
         })
-        .filter(|s| !desired.contains(s.name.as_str()))
-        .map(|s| s.name.clone())
+        .map(|s| s.name().to_string())
         .collect()
+}
+
+/// The provider a slice in `namespace` with `labels` and `annotations` was copied from, when
+/// it is one of our copies of `mcs`, which `prune` may delete: in the MCS's namespace, labelled
+/// with its service name and our managed-by value, and carrying a provision-cluster annotation
+/// (the provider's name).
+pub fn copied_from<'a>(
+    mcs: &McsRef,
+    namespace: &str,
+    labels: &[(String, String)],
+    annotations: &'a [(String, String)],
+) -> Option<&'a str> {
+    let ours = namespace == mcs.namespace
+        && value(labels, SERVICE_NAME_LABEL) == Some(mcs.name.as_str())
+        && value(labels, MANAGED_BY_LABEL) == Some(DISPATCH_MANAGER);
+    ours.then(|| value(annotations, PROVISION_CLUSTER_ANNOTATION))
+        .flatten()
+}
+
+/// Whether one of our copies, copied from `source`, is stale: it is not desired, and `source`
+/// is not among the providers whose copies are kept.
+pub fn is_stale(source: &str, desired: bool, kept_sources: &[String]) -> bool {
+    !desired && !kept_sources.iter().any(|kept| kept == source)
+}
+
+/// The first non-empty value of `key` among `pairs`.
+fn value<'a>(pairs: &'a [(String, String)], key: &str) -> Option<&'a str> {
+    pairs
+        .iter()
+        .find(|(k, v)| k == key && !v.is_empty())
+        .map(|(_, v)| v.as_str())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::EndpointSlice;
 
     fn mcs_json(spec: &str, meta_extra: &str) -> String {
         format!(

@@ -8,7 +8,7 @@ mod conclude;
 mod decide;
 
 pub use conclude::{ConcludeArgs, conclude, conclude_answer, conclude_input, conclude_json};
-pub use decide::{decide, decide_answer, decide_input, decide_json};
+pub use decide::{DecideArgs, decide, decide_answer, decide_input, decide_json};
 
 use std::io::Read;
 use std::path::Path;
@@ -210,9 +210,15 @@ pub fn filter_json(
 }
 
 /// An EndpointSlice the component made, as Kubernetes JSON with `apiVersion` and `kind` (how
-/// `eval filter` and `eval decide` print copies).
+/// `eval filter` prints copies).
 pub fn slice_json(slice: EndpointSlice) -> serde_json::Value {
-    let mut v = serde_json::to_value(convert::slice_from_wit(slice)).unwrap_or_default();
+    kube_slice_json(convert::slice_from_wit(slice))
+}
+
+/// A copy as `eval filter` and `eval decide` print it: Kubernetes JSON with `apiVersion` and
+/// `kind`.
+pub fn kube_slice_json(slice: KubeSlice) -> serde_json::Value {
+    let mut v = serde_json::to_value(slice).unwrap_or_default();
     if let Some(obj) = v.as_object_mut() {
         obj.insert("apiVersion".into(), "discovery.k8s.io/v1".into());
         obj.insert("kind".into(), "EndpointSlice".into());

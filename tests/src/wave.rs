@@ -3,10 +3,11 @@
 //! answers as the CLI prints them.
 
 use mcs_policy::engine::types::{
-    AdmissionRequest, Context, Endpoint, EndpointSlice, FinalizerChange, LoadBalancerIngress,
-    LoadBalancerReport, McsRef, MemberState, Operation, PassDecision, PassRead, ProviderIngress,
-    ProviderLoadBalancer, ReadFailure, Reported, ServiceAction, ServicePort, Settings,
-    SliceSummary, StatusBasis, StatusNow, StatusUpdate, SyncSettings, WriteFailures,
+    AdmissionRequest, Context, EndpointPort, FinalizerChange, LoadBalancerIngress,
+    LoadBalancerReport, McsRef, MemberSlices, MemberState, Operation, PassDecision, PassRead,
+    ProviderIngress, ProviderLoadBalancer, ReadFailure, Reported, ServiceAction, ServicePort,
+    Settings, SliceBody, SliceCopy, SliceSummary, StatusBasis, StatusNow, StatusUpdate,
+    SyncSettings, WriteFailures,
 };
 
 /// A WAVE string literal: `\u{...}` escapes, never JSON's `\uXXXX`.
@@ -266,81 +267,54 @@ fn strings(items: &[String]) -> String {
     list(items, |s| string(s))
 }
 
-fn endpoint(e: &Endpoint, printed: bool) -> String {
-    let c = &e.conditions;
-    let conditions = record(
-        vec![
-            ("ready", Err(c.ready.map(|b| b.to_string()))),
-            ("serving", Err(c.serving.map(|b| b.to_string()))),
-            ("terminating", Err(c.terminating.map(|b| b.to_string()))),
-        ],
-        printed,
-    );
-    let target = e.target_ref.as_ref().map(|r| {
-        let f = |v: &Option<String>| Err(v.as_deref().map(string));
-        record(
-            vec![
-                ("kind", f(&r.kind)),
-                ("namespace", f(&r.namespace)),
-                ("name", f(&r.name)),
-                ("uid", f(&r.uid)),
-                ("api-version", f(&r.api_version)),
-                ("resource-version", f(&r.resource_version)),
-                ("field-path", f(&r.field_path)),
-            ],
-            printed,
-        )
-    });
-    let hints = e.hints.as_ref().map(|h| {
-        format!(
-            "{{for-zones: {}, for-nodes: {}}}",
-            strings(&h.for_zones),
-            strings(&h.for_nodes)
-        )
-    });
+fn endpoint_port(p: &EndpointPort, printed: bool) -> String {
+    let f = |v: &Option<String>| Err(v.as_deref().map(string));
     record(
         vec![
-            ("addresses", Ok(strings(&e.addresses))),
-            ("conditions", Ok(conditions)),
-            ("hostname", Err(e.hostname.as_deref().map(string))),
-            ("node-name", Err(e.node_name.as_deref().map(string))),
-            ("zone", Err(e.zone.as_deref().map(string))),
-            ("target-ref", Err(target)),
-            ("hints", Err(hints)),
-            ("deprecated-topology", Ok(pairs(&e.deprecated_topology))),
+            ("name", f(&p.name)),
+            ("port", Err(p.port.map(|n| n.to_string()))),
+            ("protocol", f(&p.protocol)),
+            ("app-protocol", f(&p.app_protocol)),
         ],
         printed,
     )
 }
 
-/// An `endpoint-slice`, printed or as an argument.
-pub fn endpoint_slice(s: &EndpointSlice, printed: bool) -> String {
-    let ports = list(&s.ports, |p| {
-        let f = |v: &Option<String>| Err(v.as_deref().map(string));
-        record(
-            vec![
-                ("name", f(&p.name)),
-                ("port", Err(p.port.map(|n| n.to_string()))),
-                ("protocol", f(&p.protocol)),
-                ("app-protocol", f(&p.app_protocol)),
-            ],
-            printed,
-        )
-    });
-    record(
-        vec![
-            ("name", Ok(string(&s.name))),
-            ("namespace", Ok(string(&s.namespace))),
-            ("labels", Ok(pairs(&s.labels))),
-            ("annotations", Ok(pairs(&s.annotations))),
-            ("address-type", Ok(string(&s.address_type))),
-            (
-                "endpoints",
-                Ok(list(&s.endpoints, |e| endpoint(e, printed))),
-            ),
-            ("ports", Ok(ports)),
-        ],
-        printed,
+fn numbers<T: ToString>(items: &[T]) -> String {
+    list(items, |n| n.to_string())
+}
+
+/// A `member-slices`.
+fn member_slices(m: &MemberSlices) -> String {
+    format!(
+        "{{names: {}, name-lengths: {}, bodies: {}}}",
+        string(&m.names),
+        numbers(&m.name_lengths),
+        numbers(&m.bodies)
+    )
+}
+
+/// A `slice-body`.
+fn slice_body(b: &SliceBody) -> String {
+    format!(
+        "{{namespace: {}, labels: {}, annotations: {}, ports: {}, content: {}}}",
+        string(&b.namespace),
+        b.labels,
+        b.annotations,
+        b.ports,
+        string(&b.content)
+    )
+}
+
+/// A `slice-copy` as `wasmtime run --invoke` prints it.
+fn slice_copy(c: &SliceCopy) -> String {
+    format!(
+        "{{source: {}, name: {}, labels: {}, annotations: {}, ports: {}}}",
+        c.source,
+        string(&c.name),
+        pairs(&c.labels),
+        pairs(&c.annotations),
+        numbers(&c.ports)
     )
 }
 
@@ -366,11 +340,7 @@ pub fn pass_read(p: &PassRead) -> String {
             MemberState::NotReady(why) => format!("not-ready({})", string(why)),
             MemberState::Ready(o) => format!(
                 "ready({{slices: {}, service: {}}})",
-                result(
-                    &o.slices,
-                    |l| list(l, |s| endpoint_slice(s, false)),
-                    read_failure
-                ),
+                result(&o.slices, member_slices, read_failure),
                 result(&o.service, opt_str, read_failure)
             ),
         };
@@ -382,9 +352,13 @@ pub fn pass_read(p: &PassRead) -> String {
         )
     });
     format!(
-        "{{mcs: {}, members: {members}, template: {}}}",
+        "{{mcs: {}, members: {members}, template: {}, slice-bodies: {}, slice-maps: {}, \
+         slice-ports: {}}}",
         string(&p.mcs),
-        result(&p.template, opt_str, |e| string(e))
+        result(&p.template, opt_str, |e| string(e)),
+        list(&p.slice_bodies, slice_body),
+        list(&p.slice_maps, |m| pairs(m)),
+        list(&p.slice_ports, |l| list(l, |p| endpoint_port(p, false)))
     )
 }
 
@@ -506,9 +480,10 @@ fn pass_decision(d: &PassDecision) -> String {
     };
     let copies = list(&d.copies, |w| {
         format!(
-            "{{cluster: {}, slice: {}}}",
+            "{{cluster: {}, source-cluster: {}, copy: {}}}",
             string(&w.cluster),
-            endpoint_slice(&w.slice, true)
+            string(&w.source_cluster),
+            slice_copy(&w.copy)
         )
     });
     let deletions = list(&d.deletions, |o| {

@@ -266,12 +266,15 @@ fn every_decide_fixture_gets_the_expected_decision_in_the_component_and_natively
     for f in &cases {
         let input = serde_json::to_string(&f.case.input).expect("input serializes");
         let component = decide_json(&engine, &input, &f.name, BUDGET).expect("decide runs");
-        let (pass, settings) = decide_input(&input, &f.name).expect("input parses");
-        let Answer::Decide(decision) = differential::native(&Call::Decide { pass, settings })
-        else {
+        let args = decide_input(&input, &f.name).expect("input parses");
+        let Answer::Decide(decision) = differential::native(&Call::Decide {
+            pass: args.pass,
+            settings: args.settings,
+            slices: Box::new(args.slices.clone()),
+        }) else {
             unreachable!("a decide call answers with a decision")
         };
-        let native = decide_answer(decision.map(|d| *d));
+        let native = decide_answer(decision.map(|d| *d), &args.slices).expect("copies made");
         failures.extend(compare(
             &f.name,
             [("component", &component), ("native", &native)],

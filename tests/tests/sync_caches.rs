@@ -6,10 +6,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::api::DynamicObject;
 use mcs_policy::clusters::{Cluster, Registry};
-use mcs_policy::controller::cache::{self, Caches};
+use mcs_policy::controller::cache::{self, Cached, Caches};
 use mcs_policy::controller::decide::Decider;
 use mcs_policy::controller::triggers::Triggers;
 use mcs_policy::controller::{Context, metrics, reconcile};
@@ -251,7 +250,7 @@ async fn a_pass_from_a_stale_cache_never_deletes_a_slice_recreated_since() {
     copy["metadata"]["annotations"] = json!({PROVISION: "member1"});
     post(&w.http, &w.member2, SLICES, &copy).await;
     let path = format!("{SLICES}/member1-web-abc");
-    let cached: EndpointSlice = typed(get(&w.http, &w.member2, &path).await.unwrap());
+    let cached = cache::kept::slice(typed(get(&w.http, &w.member2, &path).await.unwrap()));
 
     let caches = Caches::default();
     let mcs: DynamicObject = typed(get(&w.http, &w.hub, &format!("{MCS}/web")).await.unwrap());
@@ -267,7 +266,7 @@ async fn a_pass_from_a_stale_cache_never_deletes_a_slice_recreated_since() {
     delete(&w.http, &w.member2, &path).await;
     post(&w.http, &w.member2, SLICES, &copy).await;
     let recreated = get(&w.http, &w.member2, &path).await.unwrap();
-    assert_ne!(recreated["metadata"]["uid"], json!(cached.metadata.uid));
+    assert_ne!(recreated["metadata"]["uid"], json!(cached.uid()));
 
     let ctx = context_over(&w, caches).await;
     let ready = ["member1".to_string(), "member2".to_string()];
@@ -292,7 +291,7 @@ async fn a_pass_from_a_stale_cache_never_deletes_a_slice_recreated_since() {
 
     // The same pass from a cache that shows the re-created slice deletes it: it is a stale
     // copy too.
-    let fresh: EndpointSlice = typed(recreated);
+    let fresh = cache::kept::slice(typed(recreated));
     listed(&ctx.caches.member("member2").unwrap().slices, vec![fresh]);
     let report = reconcile::reconcile(&ctx, &mcs, &ready).await.unwrap();
     assert!(

@@ -362,23 +362,26 @@ fn sync_fixture<T: for<'de> serde::Deserialize<'de>>(kind: &str, name: &str) -> 
 fn wasmtime_cli_decides_a_pass_like_the_host() {
     let name = "a_consumer_gets_copies_of_another_providers_slices";
     let case: DecideCase = sync_fixture("decide", name);
-    let (pass, settings) = decide_input(&case.input.to_string(), name).unwrap();
+    let args = decide_input(&case.input.to_string(), name).unwrap();
+    let (pass, settings) = (&args.pass, args.settings);
     let engine = PolicyEngine::embedded(EngineOptions::default()).unwrap();
-    let answer = engine.decide(&pass, settings, BUDGET).unwrap();
+    let answer = engine.decide(pass, settings, BUDGET).unwrap();
     assert_eq!(
-        decide_answer(answer.clone()),
+        decide_answer(answer.clone(), &args.slices).unwrap(),
         case.expect,
         "the in-process host gives the fixture's answer"
     );
     let out = invoke(&format!(
         "decide({}, {})",
-        wave::pass_read(&pass),
+        wave::pass_read(pass),
         wave::sync_settings(&settings)
     ));
     let want = wave::decide_answer(&answer);
     assert_eq!(out, want, "wasmtime printed\n{out}\nwant\n{want}");
     assert!(
-        out.contains(r#"copies: [{cluster: "member2", slice: {name: "member1-web-abc""#),
+        out.contains(
+            r#"copies: [{cluster: "member2", source-cluster: "member1", copy: {source: 0, name: "member1-web-abc""#
+        ),
         "{out}"
     );
 }

@@ -32,6 +32,7 @@ use serde_json::{Map, Value};
 use crate::decode::{Mcs, decode_mcs};
 use crate::plan::{plan_of, prune};
 use crate::service;
+use crate::slices::{Slice, slices_by_member};
 use crate::{
     FinalizerChange, LoadBalancerIngress, McsRef, MemberObject, MemberObjects, MemberRead,
     MemberState, PassDecision, PassRead, ReadFailure, RememberedIngress, ServiceAction,
@@ -53,6 +54,7 @@ pub fn holds_finalizer(mcs: &Mcs) -> bool {
 /// See WIT `decide`.
 pub fn decide(pass: &PassRead, settings: &SyncSettings) -> Result<PassDecision, String> {
     let mcs = decode_mcs(&pass.mcs)?;
+    let read = slices_by_member(pass)?;
     let registered: Vec<String> = pass.members.iter().map(|m| m.cluster.clone()).collect();
     let plan = plan_of(&mcs, &registered);
     let finalized = holds_finalizer(&mcs);
@@ -65,7 +67,7 @@ pub fn decide(pass: &PassRead, settings: &SyncSettings) -> Result<PassDecision, 
                 decision.status.invalid = Some(invalid.clone());
             }
             // Deleted, or no longer CrossCluster: withdraw every copy, then release it.
-            _ => withdraw(&mut decision, &plan.mcs, pass, finalized),
+            _ => withdraw(&mut decision, &plan.mcs, pass, &read, finalized),
         }
         return Ok(decision.into_wit(plan));
     }
@@ -77,14 +79,14 @@ pub fn decide(pass: &PassRead, settings: &SyncSettings) -> Result<PassDecision, 
     } else {
         // Copies are made only for CrossCluster. A LoadBalancer MCS holding our finalizer had
         // copies made (its types changed while no webhook guarded them): withdraw them.
-        withdraw(&mut decision, &plan.mcs, pass, finalized);
+        withdraw(&mut decision, &plan.mcs, pass, &read, finalized);
     }
     let template = Template::read(&plan, &pass.template, &mut decision);
     services(&plan, pass, template.as_ref(), &mut decision);
     if plan.active {
         decision.status.dispatches = true;
         let ports = template.as_ref().map(|t| t.ports.as_slice());
-        copies(&plan, pass, ports, settings, &mut decision);
+        copies(&plan, pass, &read, ports, settings, &mut decision);
     }
     if plan.load_balancer {
         load_balancer(&plan, pass, settings, &mut decision);
@@ -209,15 +211,22 @@ fn member<'a>(pass: &'a PassRead, cluster: &str) -> Option<&'a MemberRead> {
 /// it holds ours, else there is nothing to withdraw). An unready member is left to the sweep
 /// that runs when it is ready again; a member whose slices cannot be listed keeps the
 /// finalizer on, and the pass is retried.
-fn withdraw(decision: &mut Decision, mcs: &McsRef, pass: &PassRead, finalized: bool) {
+fn withdraw(
+    decision: &mut Decision,
+    mcs: &McsRef,
+    pass: &PassRead,
+    read: &[Option<Vec<Slice<'_>>>],
+    finalized: bool,
+) {
     if !finalized {
         return;
     }
     let mut clean = true;
-    for m in &pass.members {
+    for (m, slices) in pass.members.iter().zip(read) {
         let Some(objects) = ready(m) else { continue };
         match &objects.slices {
-            Ok(existing) => {
+            Ok(_) => {
+                let existing = slices.as_deref().unwrap_or_default();
                 let stale = prune(mcs, existing, &[], &[]);
                 decision.delete(&m.cluster, stale);
             }

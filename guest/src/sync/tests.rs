@@ -4,7 +4,7 @@ use super::*;
 use crate::filter::{
     self, DISPATCH_MANAGER, MANAGED_BY_LABEL, PROVISION_CLUSTER_ANNOTATION, SERVICE_NAME_LABEL,
 };
-use crate::{Endpoint, EndpointConditions, EndpointPort, EndpointSlice, LoadBalancerIngress};
+use crate::{EndpointPort, LoadBalancerIngress, MemberSlices, SliceBody, SliceCopy, SliceSummary};
 
 /// The MultiClusterService `shop/web` as the hub holds it.
 struct Mcs(Value);
@@ -65,10 +65,91 @@ fn member_service(type_: &str, ips: &[&str]) -> String {
     service.to_string()
 }
 
+/// A slice as the tests write it: its name and its body.
+#[derive(Clone, Debug, PartialEq)]
+struct Whole {
+    name: String,
+    body: Body,
+}
+
+/// A slice body with its maps and ports.
+#[derive(Clone, Debug, PartialEq)]
+struct Body {
+    namespace: String,
+    labels: Vec<(String, String)>,
+    annotations: Vec<(String, String)>,
+    ports: Vec<EndpointPort>,
+    content: String,
+}
+
+/// The bodies, maps and port lists of the slices of the members made so far in this test:
+/// every pass of the test sends them all (`pass`).
+#[derive(Default)]
+struct Tables {
+    bodies: Vec<SliceBody>,
+    maps: Vec<Vec<(String, String)>>,
+    ports: Vec<Vec<EndpointPort>>,
+}
+
+thread_local! {
+    static TABLES: std::cell::RefCell<Tables> = std::cell::RefCell::new(Tables::default());
+}
+
+/// The index of `item` in `list`, added when new (or always, when `apart`).
+fn intern<T: PartialEq>(list: &mut Vec<T>, item: T, apart: bool) -> u32 {
+    match list.iter().position(|i| *i == item) {
+        Some(i) if !apart => i as u32,
+        _ => {
+            list.push(item);
+            list.len() as u32 - 1
+        }
+    }
+}
+
+/// The index of `body` among the pass's bodies, added when new (or always, when `apart`: then
+/// as one more body of its own, equal to another).
+fn body_index(body: Body, apart: bool) -> u32 {
+    TABLES.with(|tables| {
+        let tables = &mut *tables.borrow_mut();
+        let body = SliceBody {
+            namespace: body.namespace,
+            labels: intern(&mut tables.maps, body.labels, false),
+            annotations: intern(&mut tables.maps, body.annotations, false),
+            ports: intern(&mut tables.ports, body.ports, false),
+            content: body.content,
+        };
+        intern(&mut tables.bodies, body, apart)
+    })
+}
+
+/// `slices` as a pass sends them.
+fn member_slices(slices: Vec<Whole>, apart: bool) -> MemberSlices {
+    let mut member = MemberSlices {
+        names: String::new(),
+        name_lengths: Vec::new(),
+        bodies: Vec::new(),
+    };
+    for slice in slices {
+        member.names.push_str(&slice.name);
+        member.name_lengths.push(slice.name.len() as u32);
+        member.bodies.push(body_index(slice.body, apart));
+    }
+    member
+}
+
 /// A ready member holding `slices` and the hub's Service as it must be.
-fn ready(cluster: &str, slices: Vec<EndpointSlice>) -> MemberRead {
+fn ready(cluster: &str, slices: Vec<Whole>) -> MemberRead {
+    holding(cluster, slices, false)
+}
+
+/// [`ready`], each slice with a body of its own even when another slice has the same.
+fn ready_apart(cluster: &str, slices: Vec<Whole>) -> MemberRead {
+    holding(cluster, slices, true)
+}
+
+fn holding(cluster: &str, slices: Vec<Whole>, apart: bool) -> MemberRead {
     let objects = MemberObjects {
-        slices: Ok(slices),
+        slices: Ok(member_slices(slices, apart)),
         service: Ok(Some(member_service("ClusterIP", &[]))),
     };
     let mut member = not_ready(cluster, 0);
@@ -119,60 +200,74 @@ fn pairs(p: &[(&str, &str)]) -> Vec<(String, String)> {
         .collect()
 }
 
-fn slice(name: &str, labels: &[(&str, &str)]) -> EndpointSlice {
-    let conditions = EndpointConditions {
-        ready: Some(true),
-        serving: Some(true),
-        terminating: Some(false),
-    };
-    let endpoint = Endpoint {
-        addresses: vec!["10.0.1.5".into()],
-        conditions,
-        hostname: None,
-        node_name: Some("node-1".into()),
-        zone: Some("zone-a".into()),
-        target_ref: None,
-        hints: None,
-        deprecated_topology: Vec::new(),
-    };
+/// The content (address type and endpoints) of every slice below: the component only compares
+/// it, so any text stands for it.
+const ENDPOINTS: &str = "IPv4 10.0.1.5 ready node-1 zone-a";
+
+fn slice(name: &str, labels: &[(&str, &str)]) -> Whole {
     let port = EndpointPort {
         name: Some("http".into()),
         port: Some(8080),
         protocol: Some("TCP".into()),
         app_protocol: None,
     };
-    EndpointSlice {
+    Whole {
         name: name.into(),
-        namespace: "shop".into(),
-        labels: pairs(labels),
-        annotations: Vec::new(),
-        address_type: "IPv4".into(),
-        endpoints: vec![endpoint],
-        ports: vec![port],
+        body: Body {
+            namespace: "shop".into(),
+            labels: pairs(labels),
+            annotations: Vec::new(),
+            ports: vec![port],
+            content: ENDPOINTS.into(),
+        },
     }
 }
 
 /// The labels of the copies of `web`'s slices.
 const COPY_LABELS: [(&str, &str); 2] = [
-    (SERVICE_NAME_LABEL, "web"),
     (MANAGED_BY_LABEL, DISPATCH_MANAGER),
+    (SERVICE_NAME_LABEL, "web"),
 ];
 
 /// A provider's own slice of the Service (its EndpointSlice controller's).
-fn own(name: &str) -> EndpointSlice {
+fn own(name: &str) -> Whole {
     slice(name, &[(SERVICE_NAME_LABEL, "web")])
 }
 
 /// The copy of `provider`'s slice `name` that `consumer` holds, as the component made it.
-fn copy(provider: &str, consumer: &str, name: &str) -> EndpointSlice {
+fn copy(provider: &str, consumer: &str, name: &str) -> Whole {
     let source = own(name);
     let mcs = McsRef {
         name: "web".into(),
         namespace: "shop".into(),
         ports: Vec::new(),
     };
-    let made = filter::copies(&mcs, None, provider, consumer, &[filter::summary(&source)]);
-    filter::apply(made.into_iter().next().unwrap(), source)
+    let summary = SliceSummary {
+        name: source.name.clone(),
+        namespace: source.body.namespace.clone(),
+        labels: source.body.labels.clone(),
+        port_names: source.body.ports.iter().map(|p| p.name.clone()).collect(),
+    };
+    let made = filter::copies(&mcs, None, provider, consumer, &[summary]);
+    written_copy(&made[0], &source)
+}
+
+/// What a member holds once `copy` of `source` is written (as a host assembles it).
+fn written_copy(copy: &SliceCopy, source: &Whole) -> Whole {
+    Whole {
+        name: copy.name.clone(),
+        body: Body {
+            namespace: source.body.namespace.clone(),
+            labels: copy.labels.clone(),
+            annotations: copy.annotations.clone(),
+            ports: copy
+                .ports
+                .iter()
+                .map(|&i| source.body.ports[i as usize].clone())
+                .collect(),
+            content: source.body.content.clone(),
+        },
+    }
 }
 
 fn pass(mcs: &Mcs, members: Vec<MemberRead>) -> PassRead {
@@ -180,6 +275,9 @@ fn pass(mcs: &Mcs, members: Vec<MemberRead>) -> PassRead {
         mcs: mcs.0.to_string(),
         members,
         template: Ok(Some(template("ClusterIP"))),
+        slice_bodies: TABLES.with(|t| t.borrow().bodies.clone()),
+        slice_maps: TABLES.with(|t| t.borrow().maps.clone()),
+        slice_ports: TABLES.with(|t| t.borrow().ports.clone()),
     }
 }
 
@@ -195,7 +293,7 @@ fn decided(mcs: &Mcs, members: Vec<MemberRead>) -> PassDecision {
 
 /// The copies written, as `cluster/name`.
 fn written(d: &PassDecision) -> Vec<String> {
-    let name = |w: &SliceWrite| format!("{}/{}", w.cluster, w.slice.name);
+    let name = |w: &SliceWrite| format!("{}/{}", w.cluster, w.copy.name);
     d.copies.iter().map(name).collect()
 }
 
@@ -234,12 +332,21 @@ fn a_consumer_gets_copies_of_other_providers_slices_and_never_of_its_own() {
     let members = vec![m1, ready("m2", vec![own("web-b")]), ready("m3", vec![])];
     let d = decided(&m, members);
     assert_eq!(written(&d), ["m2/m1-web-a", "m3/m1-web-a", "m3/m2-web-b"]);
-    let sent = &d.copies[0].slice;
-    assert_eq!(sent, &copy("m1", "m2", "web-a"));
-    assert_eq!(sent.labels, pairs(&COPY_LABELS));
+    let sent = &d.copies[0];
+    assert_eq!((sent.source_cluster.as_str(), sent.copy.source), ("m1", 0));
+    assert_eq!(
+        written_copy(&sent.copy, &own("web-a")),
+        copy("m1", "m2", "web-a")
+    );
+    assert_eq!(sent.copy.labels, pairs(&COPY_LABELS));
     let annotations = [(PROVISION_CLUSTER_ANNOTATION, "m1")];
-    assert_eq!(sent.annotations, pairs(&annotations));
-    assert_eq!(sent.endpoints, own("web-a").endpoints);
+    assert_eq!(sent.copy.annotations, pairs(&annotations));
+    assert_eq!(sent.copy.ports, [0]);
+    let from_m2 = &d.copies[2];
+    assert_eq!(
+        (from_m2.source_cluster.as_str(), from_m2.copy.source),
+        ("m2", 0)
+    );
     assert!(d.deletions.is_empty() && d.status.dispatch_failures.is_empty());
 }
 
@@ -247,9 +354,9 @@ fn a_consumer_gets_copies_of_other_providers_slices_and_never_of_its_own() {
 fn a_copy_already_held_identically_is_not_written_again() {
     let m = mcs(&["CrossCluster"]).finalized().sets(&["m1"], &[]);
     let mut held = copy("m1", "m2", "web-a");
-    held.labels.reverse();
+    held.body.labels.reverse();
     let mut changed = copy("m1", "m2", "web-b");
-    changed.endpoints[0].addresses = vec!["10.0.9.9".into()];
+    changed.body.content = "IPv4 10.0.9.9 ready node-1 zone-a".into();
     let m1 = ready("m1", vec![own("web-a"), own("web-b")]);
     let d = decided(
         &m,
@@ -260,9 +367,133 @@ fn a_copy_already_held_identically_is_not_written_again() {
     // A slice of the same name in another namespace, read first, is not the copy (found by the
     // decide fuzz target: comparing only the first slice of that name wrote the copy for ever).
     let mut elsewhere = held.clone();
-    elsewhere.namespace = "other".into();
+    elsewhere.body.namespace = "other".into();
     let d = decided(&m, vec![m1, ready("m2", vec![elsewhere, held])]);
     assert_eq!(written(&d), ["m2/m1-web-b"]);
+}
+
+#[test]
+fn a_copy_names_its_source_by_its_index_among_all_the_providers_slices() {
+    let m = mcs(&["CrossCluster"])
+        .finalized()
+        .sets(&["m1", "m2"], &["m2", "m3"]);
+    // m1 lists a copy it holds and a user's slice of another Service before its own slice.
+    let other = slice("api-a", &[(SERVICE_NAME_LABEL, "api")]);
+    let m1 = vec![copy("m2", "m1", "web-b"), other, own("web-a")];
+    let members = vec![
+        ready("m1", m1.clone()),
+        ready("m2", vec![own("web-b")]),
+        ready("m3", vec![copy("m1", "m3", "web-a")]),
+    ];
+    let d = decided(&m, members);
+    assert_eq!(written(&d), ["m2/m1-web-a", "m3/m2-web-b"]);
+    let sent = &d.copies[0];
+    assert_eq!((sent.source_cluster.as_str(), sent.copy.source), ("m1", 2));
+    assert_eq!(written_copy(&sent.copy, &m1[2]), copy("m1", "m2", "web-a"));
+}
+
+#[test]
+fn a_held_copy_that_differs_in_anything_it_carries_is_written_again() {
+    let m = mcs(&["CrossCluster"]).finalized().sets(&["m1"], &["m2"]);
+    let held = copy("m1", "m2", "web-a");
+    let m1 = || ready("m1", vec![own("web-a")]);
+    let writes = |held: Whole| written(&decided(&m, vec![m1(), ready("m2", vec![held])]));
+    assert!(writes(held.clone()).is_empty());
+    let mut other = held.clone();
+    other.body.ports[0].port = Some(9090);
+    assert_eq!(writes(other), ["m2/m1-web-a"]);
+    let mut other = held.clone();
+    other.body.ports.clear();
+    assert_eq!(writes(other), ["m2/m1-web-a"]);
+    let mut other = held.clone();
+    other.body.annotations.push(("note".into(), "x".into()));
+    assert_eq!(writes(other), ["m2/m1-web-a"]);
+    let mut other = held.clone();
+    other.body.labels.pop();
+    assert_eq!(writes(other), ["m2/m1-web-a"]);
+    let mut other = held;
+    other.body.content.push(' ');
+    assert_eq!(writes(other), ["m2/m1-web-a"]);
+}
+
+/// Each distinct body crosses once, and a copy found held with one body is held by every
+/// member holding it with that body; a body of its own that is equal holds it as well, and one
+/// that differs does not (whichever member is read first).
+#[test]
+fn copies_held_with_the_same_body_or_an_equal_one_are_held_and_others_are_not() {
+    let m = mcs(&["CrossCluster"]).finalized().sets(&["m1"], &[]);
+    let held = copy("m1", "m2", "web-a");
+    let mut changed = held.clone();
+    changed.body.content.push('!');
+    let members = |first: Whole| {
+        vec![
+            ready("m1", vec![own("web-a")]),
+            ready("m2", vec![first]),
+            ready("m3", vec![held.clone()]),
+            ready_apart("m4", vec![held.clone()]),
+            ready("m5", vec![changed.clone()]),
+            ready("m6", vec![]),
+        ]
+    };
+    let d = decided(&m, members(held.clone()));
+    assert_eq!(written(&d), ["m5/m1-web-a", "m6/m1-web-a"]);
+    let d = decided(&m, members(changed.clone()));
+    assert_eq!(written(&d), ["m2/m1-web-a", "m5/m1-web-a", "m6/m1-web-a"]);
+    assert!(d.deletions.is_empty());
+}
+
+fn m1(p: &mut PassRead) -> &mut MemberSlices {
+    objects(&mut p.members[0]).slices.as_mut().unwrap()
+}
+
+#[test]
+fn member_slices_that_do_not_add_up_are_an_error() {
+    let m = mcs(&["CrossCluster"]).finalized();
+    let members = || {
+        vec![
+            ready("m1", vec![own("web-a"), own("é")]),
+            ready("m2", vec![]),
+        ]
+    };
+    let broken = |edit: &dyn Fn(&mut PassRead)| {
+        let mut p = pass(&m, members());
+        edit(&mut p);
+        decide(&p, &within(None)).unwrap_err()
+    };
+    assert!(decide(&pass(&m, members()), &within(None)).is_ok());
+    let why = "the slices of cluster m1 do not add up";
+    assert_eq!(
+        broken(&|p| p.slice_bodies.clear()),
+        format!("{why}: slice web-a names body 0 of 0")
+    );
+    assert_eq!(
+        broken(&|p| p.slice_maps.clear()),
+        "slice body 0 does not add up: labels 0 of 0"
+    );
+    assert_eq!(
+        broken(&|p| p.slice_bodies[0].annotations = 9),
+        "slice body 0 does not add up: annotations 9 of 2"
+    );
+    assert_eq!(
+        broken(&|p| p.slice_ports.clear()),
+        "slice body 0 does not add up: ports 0 of 0"
+    );
+    assert_eq!(
+        broken(&|p| m1(p).bodies.push(0)),
+        format!("{why}: 2 names, 3 bodies")
+    );
+    assert_eq!(
+        broken(&|p| m1(p).name_lengths[1] = 1),
+        format!("{why}: no name of 1 bytes at byte 5 of 7")
+    );
+    assert_eq!(
+        broken(&|p| m1(p).names.push('x')),
+        format!("{why}: 1 bytes of names left over")
+    );
+    assert_eq!(
+        broken(&|p| m1(p).name_lengths[0] = 99),
+        format!("{why}: no name of 99 bytes at byte 0 of 7")
+    );
 }
 
 #[test]

@@ -3,6 +3,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::api::{DeleteParams, DynamicObject, Patch, PatchParams, Preconditions};
 use kube::{Api, Client};
 use serde_json::json;
@@ -11,7 +12,6 @@ use super::cache::watched::WatchedSlice;
 use super::namespace::with_namespace;
 use super::read::{mcs_resource, object_name};
 use super::retry::on_conflict;
-use crate::engine::{convert, types};
 
 /// What could not be written.
 #[derive(Debug, thiserror::Error)]
@@ -32,6 +32,8 @@ pub enum ApplyError {
         #[source]
         source: Box<kube::Error>,
     },
+    #[error("making a copy for cluster {cluster}: {message}")]
+    Assemble { cluster: String, message: String },
     #[error("updating the finalizers of multiclusterservice {object} in the hub")]
     Finalizer {
         object: String,
@@ -40,18 +42,18 @@ pub enum ApplyError {
     },
 }
 
-/// Server-side applies one copy made by `filter` into `cluster` (creating its namespace when
+/// Server-side applies one copy `decide` asked for into `cluster` (creating its namespace when
 /// the member lacks it); returns the object as the member holds it afterwards (its
 /// resourceVersion unchanged when the copy was already there), decoded as the caches keep it.
 pub async fn apply_copy(
     client: &Client,
     cluster: &str,
     field_manager: &str,
-    copy: types::EndpointSlice,
+    object: EndpointSlice,
 ) -> Result<WatchedSlice, ApplyError> {
-    let (namespace, name) = (copy.namespace.clone(), copy.name.clone());
+    let namespace = object.metadata.namespace.clone().unwrap_or_default();
+    let name = object.metadata.name.clone().unwrap_or_default();
     let api: Api<WatchedSlice> = Api::namespaced(client.clone(), &namespace);
-    let object = convert::slice_from_wit(copy);
     let params = PatchParams::apply(field_manager).force();
     let patch = Patch::Apply(&object);
     on_conflict(|| with_namespace(client, &namespace, || api.patch(&name, &params, &patch)))

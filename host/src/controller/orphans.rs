@@ -14,13 +14,11 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use k8s_openapi::api::discovery::v1::EndpointSlice;
-use kube::ResourceExt;
 use kube::api::DynamicObject;
 
 use super::Context;
 use super::apply::delete_slice;
-use super::cache::Health;
+use super::cache::{Cached, Health, KeptSlice};
 use super::read::{DISPATCH_MANAGER, MANAGED_BY_LABEL, SERVICE_NAME_LABEL, mcs_json, object_name};
 use super::report::{Failure, Report, chain};
 use crate::clusters::Cluster;
@@ -62,11 +60,11 @@ async fn sweep_member(ctx: &Context, cluster: &Cluster) -> Report {
         tracing::debug!(cluster = %cluster.name, "caches not synced: no sweep now");
         return report;
     }
-    let copies: Vec<Arc<EndpointSlice>> = cache
+    let copies: Vec<Arc<KeptSlice>> = cache
         .slices
         .all()
         .into_iter()
-        .filter(|s| s.labels().get(MANAGED_BY_LABEL).map(String::as_str) == Some(DISPATCH_MANAGER))
+        .filter(|s| s.label(MANAGED_BY_LABEL) == Some(DISPATCH_MANAGER))
         .collect();
     if copies.is_empty() {
         return report;
@@ -86,7 +84,10 @@ async fn sweep_member(ctx: &Context, cluster: &Cluster) -> Report {
             namespace,
             ports: Vec::new(),
         };
-        let wit = existing.iter().map(|s| convert::slice_to_wit(s)).collect();
+        let wit = existing
+            .iter()
+            .map(|s| convert::slice_to_wit(&s.to_slice()))
+            .collect();
         let stale = match ctx.decider.prune(&mcs, wit, Vec::new(), Vec::new()).await {
             Ok(stale) => stale,
             Err(err) => {
@@ -97,9 +98,9 @@ async fn sweep_member(ctx: &Context, cluster: &Cluster) -> Report {
             }
         };
         for name in stale {
-            let read = existing.iter().find(|s| s.name_any() == name);
-            let uid = read.and_then(|s| s.metadata.uid.clone());
-            let version = read.and_then(|s| s.metadata.resource_version.clone());
+            let read = existing.iter().find(|s| s.name() == name);
+            let uid = read.and_then(|s| s.uid()).map(str::to_string);
+            let version = read.and_then(|s| s.resource_version()).map(str::to_string);
             cache.slices.writing(&mcs.namespace, &name);
             let deleted = delete_slice(
                 &cluster.client,
@@ -149,15 +150,13 @@ async fn still_syncs(ctx: &Context, mcs: &DynamicObject) -> bool {
 }
 
 /// Copies grouped by the Service (and so the MCS) they belong to: `(namespace, name)`.
-fn by_service(
-    copies: Vec<Arc<EndpointSlice>>,
-) -> BTreeMap<(String, String), Vec<Arc<EndpointSlice>>> {
-    let mut groups: BTreeMap<(String, String), Vec<Arc<EndpointSlice>>> = BTreeMap::new();
+fn by_service(copies: Vec<Arc<KeptSlice>>) -> BTreeMap<(String, String), Vec<Arc<KeptSlice>>> {
+    let mut groups: BTreeMap<(String, String), Vec<Arc<KeptSlice>>> = BTreeMap::new();
     for copy in copies {
-        let Some(service) = copy.labels().get(SERVICE_NAME_LABEL).cloned() else {
+        let Some(service) = copy.label(SERVICE_NAME_LABEL).map(str::to_string) else {
             continue;
         };
-        let namespace = copy.namespace().unwrap_or_default();
+        let namespace = copy.namespace().to_string();
         groups.entry((namespace, service)).or_default().push(copy);
     }
     groups

@@ -10,13 +10,12 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
 
-use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::api::DynamicObject;
 
 use super::Context;
-use super::cache::{self, Cached, Health, KeptService};
+use super::cache::{self, Cached, Health, KeptService, KeptSlice};
 use super::read::{ReadError, mcs_json};
-use crate::engine::convert;
+use crate::engine::PassSlices;
 use crate::engine::types::{MemberObjects, MemberRead, MemberState, PassRead, ReadFailure};
 
 /// The objects a pass read, for carrying out its answer.
@@ -30,12 +29,14 @@ pub struct Snapshot {
     pub services: HashMap<String, Arc<KeptService>>,
     /// Each slice read, by member and name (a deletion carries its uid and resourceVersion;
     /// an apply that leaves the resourceVersion unchanged wrote nothing).
-    pub slices: HashMap<(String, String), Arc<EndpointSlice>>,
+    pub slices: HashMap<(String, String), Arc<KeptSlice>>,
+    /// The slices as they went into `decide`, which the copies it asks for are made from.
+    pub pass: PassSlices<Arc<KeptSlice>>,
 }
 
 impl Snapshot {
     /// The slice `name` of `member` as read.
-    pub fn slice(&self, member: &str, name: &str) -> Option<&Arc<EndpointSlice>> {
+    pub fn slice(&self, member: &str, name: &str) -> Option<&Arc<KeptSlice>> {
         self.slices.get(&(member.to_string(), name.to_string()))
     }
 }
@@ -109,6 +110,9 @@ pub fn read(
         mcs: json,
         members,
         template,
+        slice_bodies: snapshot.pass.bodies().to_vec(),
+        slice_maps: snapshot.pass.maps().to_vec(),
+        slice_ports: snapshot.pass.ports().to_vec(),
     };
     Ok((pass, snapshot))
 }
@@ -166,7 +170,9 @@ impl Snapshot {
             return unreadable(member, &why);
         }
         let slices = cache.slices.group(ns, name);
-        let wit = slices.iter().map(|s| convert::slice_to_wit(s)).collect();
+        let wit = self
+            .pass
+            .add(member, slices.iter().map(|s| (s.clone(), s.facts())));
         for slice in slices {
             let key = (member.to_string(), slice.name().to_string());
             self.slices.insert(key, slice);

@@ -12,14 +12,14 @@ use futures::future::join_all;
 use kube::api::Preconditions;
 
 use super::Context;
-use super::apply::{apply_copy, delete_slice};
+use super::apply::{ApplyError, apply_copy, delete_slice};
 use super::cache::{self, Cached};
 use super::report::Failure;
 use super::service::{Propagated, Target, write};
 use super::snapshot::Snapshot;
 use crate::clusters::Cluster;
 use crate::engine::convert;
-use crate::engine::types::{EndpointSlice, PassDecision, ServiceWrite, WriteFailures};
+use crate::engine::types::{PassDecision, ServiceWrite, SliceWrite, WriteFailures};
 
 /// What the writes of a pass did.
 #[derive(Debug, Default)]
@@ -54,11 +54,7 @@ pub async fn write_all(
 ) -> Written {
     let mut copies: BTreeMap<&str, Member<'_>> = BTreeMap::new();
     for write in &decision.copies {
-        copies
-            .entry(&write.cluster)
-            .or_default()
-            .apply
-            .push(&write.slice);
+        copies.entry(&write.cluster).or_default().apply.push(write);
     }
     for delete in &decision.deletions {
         copies
@@ -95,7 +91,7 @@ pub async fn write_all(
 /// One member's slice writes.
 #[derive(Default)]
 struct Member<'a> {
-    apply: Vec<&'a EndpointSlice>,
+    apply: Vec<&'a SliceWrite>,
     delete: Vec<&'a String>,
 }
 
@@ -111,12 +107,25 @@ impl Member<'_> {
     ) -> Written {
         let mut written = Written::default();
         let member = cluster.name.as_str();
-        for copy in self.apply {
+        for write in self.apply {
+            let copy = match snapshot.pass.copy(write) {
+                Ok(copy) => copy,
+                // A bug of the component's; nothing to apply.
+                Err(message) => {
+                    let err = ApplyError::Assemble {
+                        cluster: member.to_string(),
+                        message,
+                    };
+                    written.slices.push(Failure::logged(object, member, &err));
+                    continue;
+                }
+            };
+            let (namespace, name) = (namespace.to_string(), write.copy.name.clone());
             let before = snapshot
-                .slice(member, &copy.name)
-                .and_then(|s| s.metadata.resource_version.clone());
-            cache.slices.writing(&copy.namespace, &copy.name);
-            match apply_copy(&cluster.client, member, &ctx.field_manager, copy.clone()).await {
+                .slice(member, &name)
+                .and_then(|s| s.resource_version().map(str::to_string));
+            cache.slices.writing(&namespace, &name);
+            match apply_copy(&cluster.client, member, &ctx.field_manager, copy).await {
                 Ok(applied) => {
                     if applied.metadata.resource_version != before {
                         written.applied += 1;
@@ -127,7 +136,7 @@ impl Member<'_> {
                     }
                 }
                 Err(err) => {
-                    cache.slices.abandoned(&copy.namespace, &copy.name);
+                    cache.slices.abandoned(&namespace, &name);
                     written.slices.push(Failure::logged(object, member, &err));
                 }
             }
@@ -135,8 +144,8 @@ impl Member<'_> {
         let service = object.split_once('/').map_or(object, |(_, name)| name);
         for name in self.delete {
             let read = snapshot.slice(member, name);
-            let uid = read.and_then(|s| s.metadata.uid.clone());
-            let version = read.and_then(|s| s.metadata.resource_version.clone());
+            let uid = read.and_then(|s| s.uid()).map(str::to_string);
+            let version = read.and_then(|s| s.resource_version()).map(str::to_string);
             cache.slices.writing(namespace, name);
             match delete_slice(
                 &cluster.client,

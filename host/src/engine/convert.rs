@@ -1,8 +1,13 @@
 //! Kubernetes objects (k8s-openapi) ⇄ WIT records for the endpoint filter (with its slice
-//! summaries and the assembly of its copies) and the load balancer status, and Services ⇄ the
-//! JSON text of the `service` function. Field-for-field copies: no decision is taken here.
+//! summaries and the assembly of its copies), for `decide` (slice states, whose content is a
+//! digest of the endpoints, and the assembly of its copies) and the load balancer status, and
+//! Services ⇄ the JSON text of the `service` function. Field-for-field copies: no decision is
+//! taken here.
 
 use std::collections::BTreeMap;
+use std::io::Write;
+
+use sha2::{Digest, Sha256};
 
 use k8s_openapi::api::core::v1::{LoadBalancerIngress, ObjectReference, PortStatus, Service};
 use k8s_openapi::api::discovery::v1 as discovery;
@@ -77,6 +82,122 @@ pub fn assemble(
     })
 }
 
+/// What `decide` reads of an EndpointSlice besides its name: its metadata and ports as they
+/// are, its address type and endpoints as their [`content`]. A controller makes it once for each
+/// slice it reads (or caches), and keeps the Kubernetes object next to it: a copy `decide` asks
+/// for is made from that object ([`copy_slice`]). [`super::PassSlices`] turns the facts of a
+/// pass's slices into its `slice-bodies`, `slice-maps` and `slice-ports`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct SliceFacts {
+    /// `metadata.namespace`.
+    pub namespace: String,
+    /// `metadata.labels`, as key/value pairs in key order.
+    pub labels: Vec<(String, String)>,
+    /// `metadata.annotations`, as key/value pairs in key order.
+    pub annotations: Vec<(String, String)>,
+    /// `ports`.
+    pub ports: Vec<types::EndpointPort>,
+    /// WIT `slice-body.content`.
+    pub content: String,
+}
+
+/// The [`SliceFacts`] of `slice`.
+pub fn slice_facts(slice: &discovery::EndpointSlice) -> SliceFacts {
+    let meta = &slice.metadata;
+    SliceFacts {
+        namespace: meta.namespace.clone().unwrap_or_default(),
+        labels: pairs(meta.labels.as_ref()),
+        annotations: pairs(meta.annotations.as_ref()),
+        ports: slice.ports.iter().flatten().map(port_to_wit).collect(),
+        content: content(slice),
+    }
+}
+
+/// WIT `slice-body.content` (docs/sync.md#slice-content): the SHA-256, in lowercase hex, of
+/// the JSON `{"addressType": ..., "endpoints": [...]}` of the slice as its copies are written
+/// ([`written_endpoint`]). Two slices get the same text exactly when a copy of the one, read
+/// back, has the address type and endpoints of the other: what `decide` compares.
+pub fn content(slice: &discovery::EndpointSlice) -> String {
+    #[derive(serde::Serialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Content<'a> {
+        address_type: &'a str,
+        endpoints: Vec<discovery::Endpoint>,
+    }
+    let content = Content {
+        address_type: &slice.address_type,
+        endpoints: slice
+            .endpoints
+            .iter()
+            .flatten()
+            .map(written_endpoint)
+            .collect(),
+    };
+    let mut digest = Sha256::new();
+    serde_json::to_writer(&mut digest, &content).expect("an EndpointSlice encodes as JSON");
+    digest.flush().expect("hashing does not fail");
+    format!("{:x}", digest.finalize())
+}
+
+/// An endpoint as a copy carries it: as it is, but without empty `conditions`,
+/// `deprecatedTopology`, `hints.forZones` or `hints.forNodes`, which the component's records
+/// cannot tell from absent ones (what [`slice_from_wit`] of [`slice_to_wit`] writes).
+pub fn written_endpoint(endpoint: &discovery::Endpoint) -> discovery::Endpoint {
+    let mut e = endpoint.clone();
+    e.conditions = e
+        .conditions
+        .filter(|c| c.ready.is_some() || c.serving.is_some() || c.terminating.is_some());
+    e.deprecated_topology = e.deprecated_topology.filter(|t| !t.is_empty());
+    if let Some(hints) = &mut e.hints {
+        hints.for_zones = hints.for_zones.take().filter(|z| !z.is_empty());
+        hints.for_nodes = hints.for_nodes.take().filter(|n| !n.is_empty());
+    }
+    e
+}
+
+/// The copy `copy` (of a `decide` or `filter` answer) of `source`, as the object to apply: the
+/// copy's name, labels and annotations, and the source's namespace, address type, endpoints (as
+/// copies carry them, [`written_endpoint`]) and the ports the copy keeps. An error when the
+/// component kept a port the source does not have.
+pub fn copy_slice(
+    copy: &types::SliceCopy,
+    source: &discovery::EndpointSlice,
+) -> Result<discovery::EndpointSlice, String> {
+    let ports = source.ports.as_deref().unwrap_or_default();
+    let kept = copy
+        .ports
+        .iter()
+        .map(|&i| {
+            ports.get(i as usize).cloned().ok_or_else(|| {
+                format!(
+                    "the component kept port {i} of the {} of slice {}",
+                    ports.len(),
+                    source.metadata.name.as_deref().unwrap_or_default()
+                )
+            })
+        })
+        .collect::<Result<_, _>>()?;
+    Ok(discovery::EndpointSlice {
+        metadata: ObjectMeta {
+            name: Some(copy.name.clone()),
+            namespace: Some(source.metadata.namespace.clone().unwrap_or_default()),
+            labels: map(copy.labels.clone()),
+            annotations: map(copy.annotations.clone()),
+            ..ObjectMeta::default()
+        },
+        address_type: source.address_type.clone(),
+        endpoints: Some(
+            source
+                .endpoints
+                .iter()
+                .flatten()
+                .map(written_endpoint)
+                .collect(),
+        ),
+        ports: Some(kept),
+    })
+}
+
 /// A copy made by the component, as a Kubernetes object.
 pub fn slice_from_wit(slice: types::EndpointSlice) -> discovery::EndpointSlice {
     discovery::EndpointSlice {
@@ -100,7 +221,8 @@ fn pairs(map: Option<&BTreeMap<String, String>>) -> Vec<(String, String)> {
         .collect()
 }
 
-fn map(pairs: Vec<(String, String)>) -> Option<BTreeMap<String, String>> {
+/// Key/value pairs as a Kubernetes map (`None` when empty).
+pub fn map(pairs: Vec<(String, String)>) -> Option<BTreeMap<String, String>> {
     (!pairs.is_empty()).then(|| pairs.into_iter().collect())
 }
 
@@ -192,7 +314,8 @@ fn port_to_wit(p: &discovery::EndpointPort) -> types::EndpointPort {
     }
 }
 
-fn port_from_wit(p: types::EndpointPort) -> discovery::EndpointPort {
+/// A WIT endpoint port as a Kubernetes one (every field kept).
+pub fn port_from_wit(p: types::EndpointPort) -> discovery::EndpointPort {
     discovery::EndpointPort {
         app_protocol: p.app_protocol,
         name: p.name,
@@ -276,7 +399,7 @@ mod tests {
     use super::*;
 
     /// The component compares the copies it wants with what a member holds as the host reads
-    /// it back (`slice_to_wit` of what the API server returns): maps come back in key order,
+    /// it back (`slice_facts` of what the API server returns): maps come back in key order,
     /// empty fields absent. A copy written and read back must count as held, or every resync
     /// would write every copy again.
     #[test]
@@ -284,7 +407,7 @@ mod tests {
         use crate::engine::types::{
             MemberObjects, MemberRead, MemberState, PassRead, SyncSettings,
         };
-        use crate::engine::{EngineOptions, PolicyEngine};
+        use crate::engine::{EngineOptions, PassSlices, PolicyEngine};
         let engine = PolicyEngine::embedded(EngineOptions::default()).unwrap();
         let source: discovery::EndpointSlice = serde_json::from_value(serde_json::json!({
             "metadata": {"name": "web-abc", "namespace": "shop",
@@ -292,16 +415,19 @@ mod tests {
             "addressType": "IPv4",
             "endpoints": [{"addresses": ["10.0.0.1"], "conditions": {"ready": true},
                            "deprecatedTopology": {"z": "1", "a": "2"},
-                           "hints": {"forZones": [{"name": "zone-a"}]}}],
-            "ports": [{"name": "http", "port": 80, "protocol": "TCP"}]
+                           "hints": {"forZones": [{"name": "zone-a"}], "forNodes": []}},
+                          {"addresses": ["10.0.0.2"], "conditions": {}, "deprecatedTopology": {}}],
+            "ports": [{"name": "http", "port": 80, "protocol": "TCP"},
+                      {"name": "metrics", "port": 9090}]
         }))
         .unwrap();
         let mcs = r#"{"apiVersion": "networking.karmada.io/v1alpha1", "kind": "MultiClusterService",
             "metadata": {"name": "web", "namespace": "shop", "uid": "u1",
                          "finalizers": ["networking.karmada.io/mcs-policy-sync"]},
             "spec": {"types": ["CrossCluster"], "providerClusters": [{"name": "m1"}],
-                     "consumerClusters": [{"name": "m2"}]}}"#;
-        let member = |name: &str, slices: Vec<types::EndpointSlice>| MemberRead {
+                     "consumerClusters": [{"name": "m2"}],
+                     "ports": [{"name": "metrics", "port": 9090}]}}"#;
+        let member = |name: &str, slices: types::MemberSlices| MemberRead {
             cluster: name.into(),
             state: MemberState::Ready(MemberObjects {
                 slices: Ok(slices),
@@ -310,29 +436,120 @@ mod tests {
             unreadable_ms: 0,
             last_ingress: None,
         };
-        let decide = |held: Vec<types::EndpointSlice>| {
+        let decide = |held: Vec<discovery::EndpointSlice>| {
+            let mut slices = PassSlices::new();
             let pass = PassRead {
                 mcs: mcs.into(),
                 members: vec![
-                    member("m1", vec![slice_to_wit(&source)]),
-                    member("m2", held),
+                    member("m1", slices.read("m1", vec![source.clone()])),
+                    member("m2", slices.read("m2", held)),
                 ],
                 template: Ok(None),
+                slice_bodies: slices.bodies().to_vec(),
+                slice_maps: slices.maps().to_vec(),
+                slice_ports: slices.ports().to_vec(),
             };
             let settings = SyncSettings {
                 stale_timeout_ms: None,
             };
             let budget = std::time::Duration::from_secs(5);
-            engine.decide(&pass, settings, budget).unwrap().unwrap()
+            let decision = engine.decide(&pass, settings, budget).unwrap().unwrap();
+            let copies: Vec<_> = decision
+                .copies
+                .iter()
+                .map(|w| slices.copy(w).unwrap())
+                .collect();
+            (copies, decision.deletions)
         };
-        let first = decide(Vec::new());
-        assert_eq!(first.copies.len(), 1, "m2 lacks the copy");
-        let copy = first.copies[0].slice.clone();
-        let sent = serde_json::to_string(&slice_from_wit(copy)).unwrap();
+        let (first, _) = decide(Vec::new());
+        assert_eq!(first.len(), 1, "m2 lacks the copy");
+        let sent = serde_json::to_string(&first[0]).unwrap();
         let read_back: discovery::EndpointSlice = serde_json::from_str(&sent).unwrap();
-        let again = decide(vec![slice_to_wit(&read_back)]);
-        assert!(again.copies.is_empty(), "{:?}", again.copies);
-        assert!(again.deletions.is_empty());
+        assert_eq!(
+            read_back.ports.as_deref().unwrap(),
+            &source.ports.as_ref().unwrap()[1..],
+            "the copy keeps the metrics port only"
+        );
+        let (again, deletions) = decide(vec![read_back.clone()]);
+        assert!(again.is_empty(), "{again:?}");
+        assert!(deletions.is_empty());
+        // A copy whose endpoints changed since is written again.
+        let mut stale = read_back;
+        stale.endpoints.as_mut().unwrap()[1].addresses = vec!["10.0.0.3".into()];
+        let (again, _) = decide(vec![stale]);
+        assert_eq!(again, first);
+    }
+
+    /// The content is the same for two slices exactly when their copies carry the same address
+    /// type and endpoints: empty and absent fields alike, maps in any order, anything else apart.
+    #[test]
+    fn content_tells_slices_apart_by_what_their_copies_carry() {
+        let slice = |address_type: &str, endpoints: serde_json::Value| {
+            let slice: discovery::EndpointSlice = serde_json::from_value(serde_json::json!({
+                "metadata": {"name": "web-1", "namespace": "shop"},
+                "addressType": address_type, "endpoints": endpoints
+            }))
+            .unwrap();
+            content(&slice)
+        };
+        let endpoint =
+            serde_json::json!({"addresses": ["10.0.0.1"], "conditions": {"ready": true}});
+        let base = slice("IPv4", serde_json::json!([endpoint]));
+        assert_eq!(base.len(), 64);
+        assert!(
+            base.chars()
+                .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase())
+        );
+        let same = [
+            serde_json::json!([{"addresses": ["10.0.0.1"], "conditions": {"ready": true},
+                                "deprecatedTopology": {}, "hints": null}]),
+            serde_json::json!([{"conditions": {"ready": true}, "addresses": ["10.0.0.1"]}]),
+        ];
+        for endpoints in same {
+            assert_eq!(slice("IPv4", endpoints.clone()), base, "{endpoints}");
+        }
+        assert_eq!(
+            slice("IPv4", serde_json::json!(null)),
+            slice("IPv4", serde_json::json!([]))
+        );
+        let different = [
+            serde_json::json!([{"addresses": ["10.0.0.2"], "conditions": {"ready": true}}]),
+            serde_json::json!([{"addresses": ["10.0.0.1"], "conditions": {"ready": false}}]),
+            serde_json::json!([{"addresses": ["10.0.0.1"]}]),
+            serde_json::json!([{"addresses": ["10.0.0.1"], "conditions": {"ready": true},
+                                "zone": "z"}]),
+            serde_json::json!([{"addresses": ["10.0.0.1"], "conditions": {"ready": true},
+                                "hints": {}}]),
+            serde_json::json!([endpoint, endpoint]),
+            serde_json::json!([]),
+        ];
+        for endpoints in different {
+            assert_ne!(slice("IPv4", endpoints.clone()), base, "{endpoints}");
+        }
+        assert_ne!(slice("IPv6", serde_json::json!([endpoint])), base);
+    }
+
+    /// A copy carries each endpoint as the component's records would have written it.
+    #[test]
+    fn a_written_endpoint_is_what_the_records_would_write() {
+        let endpoints = serde_json::json!([
+            {"addresses": ["10.0.0.1"]},
+            {"addresses": [], "conditions": {}, "deprecatedTopology": {},
+             "hints": {"forZones": [], "forNodes": []}},
+            {"addresses": ["a", "b"], "conditions": {"serving": false}, "hostname": "h",
+             "nodeName": "n", "zone": "z", "deprecatedTopology": {"b": "1", "a": "2"},
+             "hints": {"forNodes": [{"name": "n1"}]},
+             "targetRef": {"kind": "Pod", "name": "p", "uid": "u"}},
+            {"addresses": ["c"], "hints": {}}
+        ]);
+        let endpoints: Vec<discovery::Endpoint> = serde_json::from_value(endpoints).unwrap();
+        for e in &endpoints {
+            assert_eq!(
+                written_endpoint(e),
+                endpoint_from_wit(endpoint_to_wit(e)),
+                "{e:?}"
+            );
+        }
     }
 
     #[test]

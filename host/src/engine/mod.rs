@@ -25,6 +25,7 @@ mod cache;
 pub mod convert;
 mod epoch;
 mod error;
+mod pass_slices;
 mod runtime;
 mod sync;
 
@@ -34,6 +35,7 @@ use std::time::Duration;
 
 pub use args::EngineArgs;
 pub use error::EngineError;
+pub use pass_slices::{PassSlices, SliceSource};
 use runtime::{Function, Loaded, Runtime, sig};
 
 /// The component built from `guest/` and embedded at build time.
@@ -43,7 +45,7 @@ pub(crate) mod bindings {
     wasmtime::component::bindgen!({
         world: "mcs-policy",
         path: "../wit",
-        additional_derives: [PartialEq],
+        additional_derives: [PartialEq, Eq, Hash],
     });
 }
 
@@ -54,12 +56,13 @@ pub mod types {
         EndpointPort, EndpointSlice, ErrorType, ExposurePort, FieldError, LoadBalancerIngress,
         LoadBalancerReport, McsRef, ObjectReference, Operation, PatchOp, PatchOperation,
         PortStatus, ProviderIngress, ProviderLoadBalancer, Rejection, ServiceAction, ServicePort,
-        Settings, SliceCopy, SliceSummary, SyncPlan,
+        Settings, SliceBody, SliceCopy, SliceSummary, SyncPlan,
     };
     pub use super::bindings::exports::karmada::mcs_policy::policy::{
-        EventNote, FinalizerChange, MemberObject, MemberObjects, MemberRead, MemberState,
-        PassDecision, PassRead, ReadFailure, RememberedIngress, Reported, ServiceWrite, SliceWrite,
-        StatusBasis, StatusNow, StatusUpdate, SyncSettings, WriteFailures,
+        EventNote, FinalizerChange, MemberObject, MemberObjects, MemberRead, MemberSlices,
+        MemberState, PassDecision, PassRead, ReadFailure, RememberedIngress, Reported,
+        ServiceWrite, SliceWrite, StatusBasis, StatusNow, StatusUpdate, SyncSettings,
+        WriteFailures,
     };
 }
 

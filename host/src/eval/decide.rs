@@ -2,10 +2,12 @@
 //! `conclude`; docs/sync.md#one-pass-over-one-multiclusterservice), offline. The input is the
 //! WIT arguments as JSON with camelCase field names; objects the WIT passes as JSON text (the
 //! MCS, Services, conditions) are JSON values, or strings holding the exact text; EndpointSlices
-//! and load balancer entries are Kubernetes JSON. A `result` is `{"ok": ...}` or `{"err": ...}`,
-//! a variant `{"case": payload}` or `"case"`. The answer is printed the same way, so the
-//! `status` of a `decide` answer is a `conclude` input's `basis`, and the `reported` of a
-//! `conclude` answer the next one's `reported`.
+//! and load balancer entries are Kubernetes JSON (the slices go to the component as slice
+//! names, bodies, maps and port lists, `PassSlices::read`). A `result` is `{"ok": ...}` or `{"err": ...}`, a variant
+//! `{"case": payload}` or `"case"`. The answer is printed the same way, with each copy made from
+//! its source slice as the controller makes it (`PassSlices::copy`), so the `status` of a
+//! `decide` answer is a `conclude` input's `basis`, and the `reported` of a `conclude` answer the
+//! next one's `reported`.
 
 use k8s_openapi::api::core::v1::LoadBalancerIngress;
 use k8s_openapi::api::discovery::v1::EndpointSlice as KubeSlice;
@@ -13,14 +15,14 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{
-    EvalError, ingress_json, ingress_list, load_balancer_answer, read_json, service_answer,
-    slice_json,
+    EvalError, ingress_json, ingress_list, kube_slice_json, load_balancer_answer, read_json,
+    service_answer,
 };
 use crate::engine::types::{
     FinalizerChange, MemberObjects, MemberRead, MemberState, PassDecision, PassRead, ReadFailure,
     StatusBasis, SyncPlan, SyncSettings,
 };
-use crate::engine::{PolicyEngine, convert};
+use crate::engine::{EngineError, PassSlices, PolicyEngine};
 
 /// WIT `result<T, E>`.
 #[derive(Deserialize)]
@@ -141,34 +143,44 @@ pub fn decide_json(
     input: &str,
     budget: std::time::Duration,
 ) -> Result<Value, EvalError> {
-    let (pass, settings) = decide_input(json, input)?;
-    Ok(decide_answer(engine.decide(&pass, settings, budget)?))
+    let args = decide_input(json, input)?;
+    let answer = engine.decide(&args.pass, args.settings, budget)?;
+    decide_answer(answer, &args.slices)
+}
+
+/// The arguments of `decide` from a decide input, and the slices its copies are made from.
+#[derive(Debug)]
+pub struct DecideArgs {
+    pub pass: PassRead,
+    pub settings: SyncSettings,
+    /// The members' EndpointSlices, as read.
+    pub slices: PassSlices,
 }
 
 /// The arguments of `decide` from a decide input (JSON text); `input` names it in errors.
-pub fn decide_input(json: &str, input: &str) -> Result<(PassRead, SyncSettings), EvalError> {
+pub fn decide_input(json: &str, input: &str) -> Result<DecideArgs, EvalError> {
     let parsed: DecideInput = serde_json::from_str(json).map_err(|e| EvalError::DecideInput {
         input: input.to_string(),
         reason: e.to_string(),
     })?;
+    let mut slices = PassSlices::new();
     let members = parsed
         .pass
         .members
         .into_iter()
         .map(|m| MemberRead {
-            cluster: m.cluster,
             state: match m.state {
                 StateInput::NotReady(why) => MemberState::NotReady(why),
                 StateInput::Ready(objects) => MemberState::Ready(MemberObjects {
-                    slices: objects.slices.wit(
-                        |list| list.iter().map(convert::slice_to_wit).collect(),
-                        FailureInput::wit,
-                    ),
+                    slices: objects
+                        .slices
+                        .wit(|list| slices.read(&m.cluster, list), FailureInput::wit),
                     service: objects
                         .service
                         .wit(|service| service.map(text), FailureInput::wit),
                 }),
             },
+            cluster: m.cluster,
             unreadable_ms: m.unreadable_ms,
             last_ingress: m.last_ingress.as_deref().map(ingress_list),
         })
@@ -177,32 +189,49 @@ pub fn decide_input(json: &str, input: &str) -> Result<(PassRead, SyncSettings),
         mcs: text(parsed.pass.mcs),
         members,
         template: parsed.pass.template.wit(|t| t.map(text), |e| e),
+        slice_bodies: slices.bodies().to_vec(),
+        slice_maps: slices.maps().to_vec(),
+        slice_ports: slices.ports().to_vec(),
     };
     let settings = SyncSettings {
         stale_timeout_ms: parsed.settings.stale_timeout_ms,
     };
-    Ok((pass, settings))
+    Ok(DecideArgs {
+        pass,
+        settings,
+        slices,
+    })
 }
 
-/// A `decide` answer as `eval decide` prints it.
-pub fn decide_answer(answer: Result<PassDecision, String>) -> Value {
-    match answer {
-        Ok(decision) => json!({ "ok": decision_json(decision) }),
+/// A `decide` answer as `eval decide` prints it, each copy made from `slices` (the pass's). An
+/// error when the component named a slice or a port that the pass did not have.
+pub fn decide_answer(
+    answer: Result<PassDecision, String>,
+    slices: &PassSlices,
+) -> Result<Value, EvalError> {
+    Ok(match answer {
+        Ok(decision) => json!({ "ok": decision_json(decision, slices)? }),
         Err(message) => json!({ "err": message }),
-    }
+    })
 }
 
-fn decision_json(d: PassDecision) -> Value {
+fn decision_json(d: PassDecision, slices: &PassSlices) -> Result<Value, EvalError> {
     let finalizer = match d.finalizer {
         FinalizerChange::Keep => json!("keep"),
         FinalizerChange::Add(name) => json!({ "add": name }),
         FinalizerChange::Release(name) => json!({ "release": name }),
     };
-    let copies: Vec<Value> = d
+    let copies = d
         .copies
-        .into_iter()
-        .map(|w| json!({ "cluster": w.cluster, "slice": slice_json(w.slice) }))
-        .collect();
+        .iter()
+        .map(|w| {
+            let slice = slices.copy(w).map_err(|message| EngineError::Trap {
+                function: "decide",
+                message,
+            })?;
+            Ok(json!({ "cluster": w.cluster, "slice": kube_slice_json(slice) }))
+        })
+        .collect::<Result<Vec<Value>, EvalError>>()?;
     let deletions: Vec<Value> = d
         .deletions
         .into_iter()
@@ -224,7 +253,7 @@ fn decision_json(d: PassDecision) -> Value {
         .into_iter()
         .map(|r| json!({ "cluster": r.cluster, "ingress": ingress_json(r.ingress) }))
         .collect();
-    json!({
+    Ok(json!({
         "plan": plan_json(d.plan),
         "finalizer": finalizer,
         "copies": copies,
@@ -233,7 +262,7 @@ fn decision_json(d: PassDecision) -> Value {
         "ingress": d.ingress.map(ingress_json),
         "rememberIngress": remember,
         "status": basis_json(d.status),
-    })
+    }))
 }
 
 fn plan_json(p: SyncPlan) -> Value {

@@ -19,7 +19,7 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use mcs_policy::engine::types as h;
-use mcs_policy::engine::{EngineError, EngineOptions, PolicyEngine};
+use mcs_policy::engine::{EngineError, EngineOptions, PassSlices, PolicyEngine};
 
 /// Time budget of one component call: generous, so only a runaway call (never a busy machine)
 /// ends in a timeout.
@@ -65,9 +65,12 @@ pub enum Call {
         providers: Vec<h::ProviderLoadBalancer>,
         current: Vec<h::LoadBalancerIngress>,
     },
+    /// `pass` as a host makes it from the Kubernetes slices in `slices`, which the copies of
+    /// the answer are made from (`PassSlices`).
     Decide {
         pass: h::PassRead,
         settings: h::SyncSettings,
+        slices: Box<PassSlices>,
     },
     Conclude {
         basis: Box<h::StatusBasis>,
@@ -148,7 +151,7 @@ pub fn component_within(call: &Call, budget: Duration) -> Result<Answer, EngineE
         Call::LoadBalancerStatus { providers, current } => {
             Answer::LoadBalancerStatus(e.load_balancer_status(providers, current, budget)?)
         }
-        Call::Decide { pass, settings } => {
+        Call::Decide { pass, settings, .. } => {
             Answer::Decide(e.decide(pass, *settings, budget)?.map(Box::new))
         }
         Call::Conclude {

@@ -27,7 +27,7 @@ macro_rules! same {
         }
     )*};
 }
-same!(String, bool, i32, u64, i64);
+same!(String, bool, i32, u32, u64, i64);
 
 impl<A: Conv<B>, B> Conv<Option<B>> for Option<A> {
     fn conv(self) -> Option<B> {
@@ -230,6 +230,25 @@ record!(ReadFailure {
     message,
     not_served
 });
+record!(MemberSlices {
+    names,
+    name_lengths,
+    bodies
+});
+record!(SliceBody {
+    namespace,
+    labels,
+    annotations,
+    ports,
+    content
+});
+record!(SliceCopy {
+    source,
+    name,
+    labels,
+    annotations,
+    ports
+});
 record!(MemberObjects { slices, service });
 record!(MemberRead {
     cluster,
@@ -240,10 +259,17 @@ record!(MemberRead {
 record!(PassRead {
     mcs,
     members,
-    template
+    template,
+    slice_bodies,
+    slice_maps,
+    slice_ports
 });
 record!(SyncSettings { stale_timeout_ms });
-record!(SliceWrite { cluster, slice });
+record!(SliceWrite {
+    cluster,
+    source_cluster,
+    copy
+});
 record!(MemberObject { cluster, name });
 record!(ServiceWrite { cluster, action });
 record!(RememberedIngress { cluster, ingress });
@@ -437,7 +463,7 @@ pub fn answer(call: &Call) -> Answer {
         Call::LoadBalancerStatus { providers, current } => Answer::LoadBalancerStatus(
             g::Component::load_balancer_status(providers.conv(), current.conv()).conv(),
         ),
-        Call::Decide { pass, settings } => {
+        Call::Decide { pass, settings, .. } => {
             let decision: Result<h::PassDecision, String> =
                 g::Component::decide(pass.conv(), settings.conv()).conv();
             Answer::Decide(decision.map(Box::new))

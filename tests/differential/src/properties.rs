@@ -205,10 +205,10 @@ fn filter(call: &Call, copies: &[h::EndpointSlice]) {
             call,
             copy.labels
                 == [
-                    (SERVICE_NAME_LABEL.to_string(), mcs.name.clone()),
-                    (MANAGED_BY_LABEL.to_string(), DISPATCH_MANAGER.to_string())
+                    (MANAGED_BY_LABEL.to_string(), DISPATCH_MANAGER.to_string()),
+                    (SERVICE_NAME_LABEL.to_string(), mcs.name.clone())
                 ],
-            "a copy carries exactly the dispatch labels: {:?}",
+            "a copy carries exactly the dispatch labels, in key order: {:?}",
             copy.labels
         );
         ensure!(

@@ -16,6 +16,7 @@ use guest::filter::{
 use guest::service::{CREATED_BY, CREATED_BY_LABEL};
 use guest::sync::FINALIZER;
 use mcs_policy::engine::types as h;
+use mcs_policy::engine::{PassSlices, convert};
 use serde_json::{Map, Value, json};
 
 use crate::Call;
@@ -1037,6 +1038,8 @@ fn decide(u: &mut Unstructured<'_>) -> Result<Call> {
         ports: Vec::new(),
     };
     let template = service(u)?;
+    // The members' slices go to the component as a host sends them (`PassSlices`).
+    let mut read = PassSlices::new();
     let mut members = Vec::new();
     for member in MEMBERS.iter().take(u.int_in_range(0..=MEMBERS.len())?) {
         let cluster = if odds(u, 1, 16)? {
@@ -1065,7 +1068,8 @@ fn decide(u: &mut Unstructured<'_>) -> Result<Call> {
                         )
                     })
                     .collect::<Result<Vec<_>>>()?;
-                Ok(held)
+                let held = held.into_iter().map(convert::slice_from_wit).collect();
+                Ok(read.read(&cluster, held))
             };
             let service = match u.int_in_range(0..=7)? {
                 0 => Err(read_failure(u)?),
@@ -1107,6 +1111,9 @@ fn decide(u: &mut Unstructured<'_>) -> Result<Call> {
                 1 => Err(string(u, FAILURES)?),
                 _ => Ok(Some(text(u, &template)?)),
             },
+            slice_bodies: read.bodies().to_vec(),
+            slice_maps: read.maps().to_vec(),
+            slice_ports: read.ports().to_vec(),
         },
         settings: h::SyncSettings {
             stale_timeout_ms: if u.arbitrary()? {
@@ -1115,6 +1122,7 @@ fn decide(u: &mut Unstructured<'_>) -> Result<Call> {
                 None
             },
         },
+        slices: Box::new(read),
     })
 }
 

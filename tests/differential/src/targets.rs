@@ -124,8 +124,12 @@ pub fn decide(data: &[u8]) {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
-    if let Ok((pass, settings)) = mcs_policy::eval::decide_input(text, "fuzz input") {
-        check(&Call::Decide { pass, settings });
+    if let Ok(args) = mcs_policy::eval::decide_input(text, "fuzz input") {
+        check(&Call::Decide {
+            pass: args.pass,
+            settings: args.settings,
+            slices: Box::new(args.slices),
+        });
     }
 }
 

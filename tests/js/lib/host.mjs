@@ -5,6 +5,7 @@
 //
 // Each function names the Rust code it mirrors; they must stay in step.
 
+import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
@@ -422,12 +423,88 @@ function resultToWit(r, ok, err) {
 }
 
 const readFailure = (f) => ({ message: f.message, notServed: f.notServed ?? false });
+
+/**
+ * `convert::content`: the `slice-body.content` of a Kubernetes EndpointSlice, the SHA-256 (hex)
+ * of the JSON of its address type and its endpoints as a copy carries them (`slice_from_wit`
+ * of `slice_to_wit`). This host's own text: only this host compares it with itself.
+ */
+function content(slice) {
+  const endpoints = (slice.endpoints ?? []).map((e) => endpointFromWit(endpointToWit(e)));
+  const text = JSON.stringify({ addressType: slice.addressType, endpoints });
+  return createHash('sha256').update(text).digest('hex');
+}
+
+/** Distinct items, each with its index (keyed by their JSON). */
+class Table {
+  constructor() {
+    this.items = [];
+    this.index = new Map();
+  }
+
+  /** The index of `item`, added when new. */
+  of(item) {
+    const key = JSON.stringify(item, (_, v) => (typeof v === 'bigint' ? v.toString() : v));
+    let i = this.index.get(key);
+    if (i === undefined) {
+      i = this.items.length;
+      this.items.push(item);
+      this.index.set(key, i);
+    }
+    return i;
+  }
+}
+
+/**
+ * `PassSlices`: the Kubernetes slices of a pass by member, and what `decide` is given of them
+ * (each member's `member-slices`; the pass's `slice-bodies`, `slice-maps`, `slice-ports`, each
+ * distinct one once). The copies of the answer are made from the slices kept here.
+ */
+class PassSlices {
+  constructor() {
+    this.members = [];
+    this.bodies = new Table();
+    this.maps = new Table();
+    this.ports = new Table();
+  }
+
+  /** `PassSlices::read`: keeps `slices` of `cluster`, returns its `member-slices`. */
+  read(cluster, slices) {
+    const names = slices.map((s) => s.metadata?.name ?? '');
+    const bodies = slices.map((s) => {
+      const meta = s.metadata ?? {};
+      return this.bodies.of({
+        namespace: meta.namespace ?? '',
+        labels: this.maps.of(pairs(meta.labels)),
+        annotations: this.maps.of(pairs(meta.annotations)),
+        ports: this.ports.of((s.ports ?? []).map((p) => some(p, ['name', 'port', 'protocol', 'appProtocol']))),
+        content: content(s),
+      });
+    });
+    this.members.push([cluster, slices]);
+    return {
+      names: names.join(''),
+      nameLengths: Uint32Array.from(names, (n) => Buffer.byteLength(n, 'utf8')),
+      bodies: Uint32Array.from(bodies),
+    };
+  }
+
+  /** `PassSlices::copy`: the copy `write` asks for, as Kubernetes JSON (`copy_slice`). */
+  copy(write) {
+    const member = this.members.find(([name]) => name === write.sourceCluster);
+    const source = member?.[1][write.copy.source];
+    if (source === undefined) {
+      throw new Error(`the component copied slice ${write.copy.source} of ${write.sourceCluster}`);
+    }
+    return sliceFromWit(assemble({ ...write.copy, source: 0 }, [sliceToWit(source)]));
+  }
+}
 const optionalText = (v) => (v == null ? undefined : jsonText(v));
 const orNull = (v) => (v === undefined ? null : v);
 
-/** `decide_input`: the eval input's `pass` → the WIT `pass-read`. */
-function passToWit(pass) {
-  return {
+/** `decide_input`: the eval input's `pass` → the WIT `pass-read`, its slices kept in `slices`. */
+function passToWit(pass, slices) {
+  const wit = {
     mcs: jsonText(pass.mcs),
     members: (pass.members ?? []).map((m) => {
       let state;
@@ -438,7 +515,7 @@ function passToWit(pass) {
         state = {
           tag: 'ready',
           val: {
-            slices: resultToWit(o.slices, (list) => list.map(sliceToWit), readFailure),
+            slices: resultToWit(o.slices, (list) => slices.read(m.cluster, list), readFailure),
             service: resultToWit(o.service, optionalText, readFailure),
           },
         };
@@ -452,6 +529,10 @@ function passToWit(pass) {
     }),
     template: resultToWit(pass.template, optionalText, (e) => e),
   };
+  wit.sliceBodies = slices.bodies.items;
+  wit.sliceMaps = slices.maps.items;
+  wit.slicePorts = slices.ports.items;
+  return wit;
 }
 
 function planAnswer(p) {
@@ -493,9 +574,10 @@ function basisAnswer(b) {
 export function runDecide(policy, input) {
   const stale = input.settings?.staleTimeoutMs;
   const settings = { staleTimeoutMs: stale == null ? undefined : BigInt(stale) };
+  const slices = new PassSlices();
   let d;
   try {
-    d = policy.decide(passToWit(input.pass), settings);
+    d = policy.decide(passToWit(input.pass, slices), settings);
   } catch (e) {
     return { err: errPayload(e).payload };
   }
@@ -504,7 +586,7 @@ export function runDecide(policy, input) {
     ok: {
       plan: planAnswer(d.plan),
       finalizer,
-      copies: d.copies.map((w) => ({ cluster: w.cluster, slice: sliceFromWit(w.slice) })),
+      copies: d.copies.map((w) => ({ cluster: w.cluster, slice: slices.copy(w) })),
       deletions: d.deletions.map((o) => ({ cluster: o.cluster, name: o.name })),
       services: d.services.map((w) => ({ ...serviceAnswer(w.action), cluster: w.cluster })),
       ingress: d.ingress === undefined ? null : d.ingress.map(ingressFromWit),

@@ -3,10 +3,11 @@
 //! are decoded cost 2.6–2.8 KB an object, mostly spare vector capacity and map nodes). Measured
 //! per object in BENCHMARKS.md ("Sync controller at scale").
 //!
-//! - **EndpointSlices** are read by the component (name, namespace, labels, annotations,
-//!   `addressType`, endpoints, ports) and deleted with a uid and resourceVersion
-//!   precondition; the controller never writes one back from the cache, so the rest of the
-//!   metadata goes, and every vector is cut to its length.
+//! - **EndpointSlices** are read by the component as their facts (namespace, labels,
+//!   annotations, ports, and a digest of address type and endpoints: `decide`'s input, made
+//!   once when the slice arrives), copied with their address type and endpoints, and deleted
+//!   with a uid and resourceVersion precondition; the controller never writes one back from
+//!   the cache, so the rest of the metadata goes, and every vector is cut to its length.
 //! - **Services** are kept as their JSON text, which is what the component takes: a member's
 //!   Service is replaced (PUT) with the component's object, made from that text, so everything
 //!   but `managedFields` stays (a PUT without `finalizers`, `ownerReferences` or an
@@ -15,42 +16,124 @@
 //!   whole object (spec, metadata, status conditions).
 
 use k8s_openapi::api::core::v1::Service;
-use k8s_openapi::api::discovery::v1::EndpointSlice;
+use k8s_openapi::api::discovery::v1::{Endpoint, EndpointSlice};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::DynamicObject;
 
 use super::store::Cached;
 use super::watched::WatchedSlice;
+use crate::engine::SliceSource;
+use crate::engine::convert::{self, SliceFacts};
+use crate::engine::types::SliceCopy;
 
-/// An EndpointSlice as the caches keep it.
-pub fn slice(slice: WatchedSlice) -> EndpointSlice {
-    let mut slice = EndpointSlice::from(slice);
-    if let Some(endpoints) = slice.endpoints.as_mut() {
-        for endpoint in endpoints.iter_mut() {
-            endpoint.addresses.shrink_to_fit();
-        }
-        endpoints.shrink_to_fit();
-    }
-    if let Some(ports) = slice.ports.as_mut() {
-        ports.shrink_to_fit();
-    }
-    slice
+/// An EndpointSlice as the caches keep it: its identity, what `decide` reads of it (its
+/// facts, made once here rather than at every pass), and what a copy of it carries.
+#[derive(Clone, Debug, PartialEq)]
+pub struct KeptSlice {
+    name: Box<str>,
+    uid: Option<Box<str>>,
+    resource_version: Option<Box<str>>,
+    address_type: Box<str>,
+    /// As watched, each one's vectors cut to length.
+    endpoints: Box<[Endpoint]>,
+    /// Namespace, labels, annotations, ports and the content digest.
+    facts: SliceFacts,
 }
 
-impl Cached for EndpointSlice {
+impl KeptSlice {
+    /// What `decide` reads of the slice.
+    pub fn facts(&self) -> &SliceFacts {
+        &self.facts
+    }
+
+    /// The value of label `key`.
+    pub fn label(&self, key: &str) -> Option<&str> {
+        let labels = &self.facts.labels;
+        let i = labels.binary_search_by(|(k, _)| k.as_str().cmp(key)).ok()?;
+        Some(&labels[i].1)
+    }
+
+    /// The slice as a Kubernetes object (its identity, labels, annotations, address type,
+    /// endpoints and ports): for a copy of it, or a sweep's `prune`.
+    pub fn to_slice(&self) -> EndpointSlice {
+        let facts = &self.facts;
+        EndpointSlice {
+            metadata: ObjectMeta {
+                name: Some(self.name.to_string()),
+                namespace: Some(facts.namespace.clone()),
+                uid: self.uid.as_deref().map(str::to_string),
+                resource_version: self.resource_version.as_deref().map(str::to_string),
+                labels: convert::map(facts.labels.clone()),
+                annotations: convert::map(facts.annotations.clone()),
+                ..ObjectMeta::default()
+            },
+            address_type: self.address_type.to_string(),
+            endpoints: Some(self.endpoints.to_vec()),
+            ports: Some(
+                facts
+                    .ports
+                    .iter()
+                    .cloned()
+                    .map(convert::port_from_wit)
+                    .collect(),
+            ),
+        }
+    }
+}
+
+/// An EndpointSlice as the caches keep it.
+pub fn slice(slice: WatchedSlice) -> KeptSlice {
+    let slice = EndpointSlice::from(slice);
+    let facts = shrunk(convert::slice_facts(&slice));
+    let boxed = |s: Option<String>| s.map(String::into_boxed_str);
+    let meta = slice.metadata;
+    let mut endpoints = slice.endpoints.unwrap_or_default();
+    for endpoint in &mut endpoints {
+        endpoint.addresses.shrink_to_fit();
+    }
+    KeptSlice {
+        name: meta.name.unwrap_or_default().into_boxed_str(),
+        uid: boxed(meta.uid),
+        resource_version: boxed(meta.resource_version),
+        address_type: slice.address_type.into_boxed_str(),
+        endpoints: endpoints.into_boxed_slice(),
+        facts,
+    }
+}
+
+/// `facts` with every vector cut to its length.
+fn shrunk(mut facts: SliceFacts) -> SliceFacts {
+    facts.labels.shrink_to_fit();
+    facts.annotations.shrink_to_fit();
+    facts.ports.shrink_to_fit();
+    facts
+}
+
+impl Cached for KeptSlice {
     fn namespace(&self) -> &str {
-        self.metadata.namespace.as_deref().unwrap_or_default()
+        &self.facts.namespace
     }
 
     fn name(&self) -> &str {
-        self.metadata.name.as_deref().unwrap_or_default()
+        &self.name
     }
 
     fn uid(&self) -> Option<&str> {
-        self.metadata.uid.as_deref()
+        self.uid.as_deref()
     }
 
     fn resource_version(&self) -> Option<&str> {
-        self.metadata.resource_version.as_deref()
+        self.resource_version.as_deref()
+    }
+}
+
+impl SliceSource for KeptSlice {
+    fn slice_name(&self) -> &str {
+        &self.name
+    }
+
+    fn copy_of(&self, copy: &SliceCopy) -> Result<EndpointSlice, String> {
+        convert::copy_slice(copy, &self.to_slice())
     }
 }
 
@@ -143,32 +226,48 @@ mod tests {
 
     #[test]
     fn a_cached_slice_keeps_what_a_pass_reads_and_its_delete_preconditions() {
-        let s: WatchedSlice = serde_json::from_value(json!({
+        let full = json!({
+            "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
             "metadata": {"name": "web-1", "namespace": "shop", "uid": "u", "resourceVersion": "7",
                 "generation": 3, "creationTimestamp": "2026-01-01T00:00:00Z",
-                "labels": {"kubernetes.io/service-name": "web"}, "annotations": {"a": "b"},
+                "labels": {"kubernetes.io/service-name": "web", "a": "1"},
+                "annotations": {"a": "b"},
                 "ownerReferences": [{"apiVersion": "v1", "kind": "Service", "name": "web", "uid": "s"}],
                 "managedFields": [{"manager": "kube-controller-manager", "operation": "Update"}]},
             "addressType": "IPv4",
             "endpoints": [{"addresses": ["10.0.0.1"], "conditions": {"ready": true}, "zone": "a"}],
-            "ports": [{"name": "http", "port": 80, "protocol": "TCP"}]
-        }))
-        .unwrap();
-        let before = s.endpoints.clone();
-        let s = slice(s);
+            "ports": [{"name": "http", "port": 80, "protocol": "TCP", "appProtocol": "http"}]
+        });
+        let decoded: EndpointSlice = serde_json::from_value(full.clone()).unwrap();
+        let kept = slice(serde_json::from_value(full).unwrap());
+        assert_eq!(kept.facts(), &convert::slice_facts(&decoded));
+        assert_eq!(kept.label("kubernetes.io/service-name"), Some("web"));
+        assert_eq!(kept.label("a"), Some("1"));
+        assert_eq!(kept.label("b"), None);
+        assert_eq!((kept.name(), kept.namespace()), ("web-1", "shop"));
         assert_eq!(
-            serde_json::to_value(&s).unwrap(),
-            json!({
-                "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
-                "metadata": {"name": "web-1", "namespace": "shop", "uid": "u",
-                    "resourceVersion": "7", "labels": {"kubernetes.io/service-name": "web"},
-                    "annotations": {"a": "b"}},
-                "addressType": "IPv4",
-                "endpoints": [{"addresses": ["10.0.0.1"], "conditions": {"ready": true}, "zone": "a"}],
-                "ports": [{"name": "http", "port": 80, "protocol": "TCP"}]
-            })
+            (kept.uid(), kept.resource_version()),
+            (Some("u"), Some("7"))
         );
-        assert_eq!(s.endpoints, before);
+        let back = kept.to_slice();
+        assert_eq!(back.endpoints, decoded.endpoints);
+        assert_eq!(back.ports, decoded.ports);
+        assert_eq!(back.metadata.labels, decoded.metadata.labels);
+        assert_eq!(back.metadata.annotations, decoded.metadata.annotations);
+        assert_eq!(back.metadata.owner_references, None);
+        assert_eq!(back.metadata.managed_fields, None);
+        let copy = SliceCopy {
+            source: 0,
+            name: "m1-web-1".into(),
+            labels: vec![("l".into(), "v".into())],
+            annotations: Vec::new(),
+            ports: vec![0],
+        };
+        assert_eq!(
+            kept.copy_of(&copy).unwrap(),
+            convert::copy_slice(&copy, &decoded).unwrap(),
+            "a copy of the kept slice is the copy of the slice"
+        );
     }
 
     #[test]

@@ -43,7 +43,6 @@ use std::sync::{Arc, RwLock};
 use std::time::Instant;
 
 use futures::channel::mpsc;
-use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::Api;
 use kube::api::DynamicObject;
 use kube::runtime::watcher;
@@ -54,7 +53,7 @@ use super::metrics::Metrics;
 use super::read::{SERVICE_NAME_LABEL, mcs_resource};
 use super::triggers::Triggers;
 use crate::clusters::{Cluster, Registry};
-pub use kept::KeptService;
+pub use kept::{KeptService, KeptSlice};
 pub use store::{Cached, Failure, Health, Store};
 use watch::{News, Watch};
 
@@ -109,7 +108,7 @@ impl Default for Hub {
 #[derive(Clone)]
 pub struct Member {
     /// Its EndpointSlices that belong to a Service.
-    pub slices: Store<EndpointSlice>,
+    pub slices: Store<KeptSlice>,
     /// Its Services.
     pub services: Store<KeptService>,
 }
@@ -415,7 +414,6 @@ fn name_of<K: Cached>(object: &K) -> Option<&str> {
     Some(object.name())
 }
 
-fn service_name_of(slice: &EndpointSlice) -> Option<&str> {
-    let labels = slice.metadata.labels.as_ref()?;
-    labels.get(SERVICE_NAME_LABEL).map(String::as_str)
+fn service_name_of(slice: &KeptSlice) -> Option<&str> {
+    slice.label(SERVICE_NAME_LABEL)
 }

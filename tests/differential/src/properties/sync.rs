@@ -7,8 +7,9 @@ use guest::filter::{
     DISPATCH_MANAGER, MANAGED_BY_LABEL, PROVISION_CLUSTER_ANNOTATION, SERVICE_NAME_LABEL,
 };
 use guest::sync::status::{CONDITION_LIMIT, DISPATCHED, EVENT_LIMIT, SERVICE_APPLIED};
-use mcs_policy::engine::convert;
+use k8s_openapi::api::discovery::v1::EndpointSlice;
 use mcs_policy::engine::types as h;
+use mcs_policy::engine::{PassSlices, convert};
 use serde_json::{Value, json};
 
 use super::pair;
@@ -16,7 +17,12 @@ use crate::{Answer, Call, native};
 
 /// See the module doc.
 pub fn decide(call: &Call, decision: &h::PassDecision) {
-    let Call::Decide { pass, settings } = call else {
+    let Call::Decide {
+        pass,
+        settings,
+        slices,
+    } = call
+    else {
         return;
     };
     let registered: Vec<String> = pass.members.iter().map(|m| m.cluster.clone()).collect();
@@ -31,7 +37,7 @@ pub fn decide(call: &Call, decision: &h::PassDecision) {
     );
     let p = &decision.plan;
     for w in &decision.copies {
-        let source = pair(&w.slice.annotations, PROVISION_CLUSTER_ANNOTATION).unwrap_or_default();
+        let source = w.source_cluster.as_str();
         ensure!(
             call,
             p.active
@@ -46,12 +52,24 @@ pub fn decide(call: &Call, decision: &h::PassDecision) {
             "{} gets a copy from {source:?}: another provider",
             w.cluster
         );
+        ensure!(
+            call,
+            pair(&w.copy.annotations, PROVISION_CLUSTER_ANNOTATION) == Some(source),
+            "a copy names the provider it is copied from: {w:?}"
+        );
+        ensure!(
+            call,
+            slices.copy(w).is_ok(),
+            "a copy names a slice and ports its provider has: {w:?}"
+        );
     }
     for d in &decision.deletions {
-        let ours = ready(pass, &d.cluster)
-            .filter_map(|o| o.slices.as_ref().ok())
-            .flatten()
-            .any(|s| s.name == d.name && is_ours(s, p));
+        let ours = slices
+            .members()
+            .filter(|(cluster, _)| *cluster == d.cluster)
+            .flat_map(|(_, held)| held)
+            .map(convert::slice_to_wit)
+            .any(|s| s.name == d.name && is_ours(&s, p));
         ensure!(
             call,
             ours,
@@ -78,7 +96,7 @@ pub fn decide(call: &Call, decision: &h::PassDecision) {
         !matches!(decision.finalizer, h::FinalizerChange::Add(_)) || p.active,
         "the finalizer is added only to an MCS that syncs"
     );
-    converges(call, pass, *settings, decision);
+    converges(call, pass, slices, *settings, decision);
 }
 
 /// The objects of the ready members named `cluster` (a registry may name one twice).
@@ -120,18 +138,23 @@ fn repeats<T: Ord>(mut items: Vec<T>) -> bool {
 /// listing two slices of one name in one namespace (which no API server holds), two copies of
 /// one name for one member (providers `a` and `a-b` with slices `b-c` and `c`), or a copy
 /// written over a slice that is not a copy (a server-side apply would take it over).
-fn written(pass: &h::PassRead, d: &h::PassDecision) -> Option<h::PassRead> {
+fn written(
+    pass: &h::PassRead,
+    slices: &PassSlices,
+    d: &h::PassDecision,
+) -> Option<(h::PassRead, PassSlices)> {
     let clusters = pass.members.iter().map(|m| m.cluster.as_str()).collect();
     let copies = d
         .copies
         .iter()
-        .map(|w| (w.cluster.as_str(), w.slice.name.as_str()))
+        .map(|w| (w.cluster.as_str(), w.copy.name.as_str()))
         .collect();
-    let same_names = pass.members.iter().any(|m| match &m.state {
-        h::MemberState::Ready(h::MemberObjects {
-            slices: Ok(held), ..
-        }) => repeats(held.iter().map(|s| (&s.namespace, &s.name)).collect()),
-        _ => false,
+    let same_names = slices.members().any(|(_, held)| {
+        repeats(
+            held.iter()
+                .map(|s| (&s.metadata.namespace, &s.metadata.name))
+                .collect(),
+        )
     });
     if repeats(clusters) || repeats(copies) || same_names {
         return None;
@@ -178,6 +201,7 @@ fn written(pass: &h::PassRead, d: &h::PassDecision) -> Option<h::PassRead> {
         }
     }
     next.mcs = mcs.to_string();
+    let mut next_slices = PassSlices::new();
     for m in &mut next.members {
         m.last_ingress = d
             .remember_ingress
@@ -198,39 +222,63 @@ fn written(pass: &h::PassRead, d: &h::PassDecision) -> Option<h::PassRead> {
                 *service = Some(object.clone());
             }
         }
-        let Ok(held) = &mut objects.slices else {
+        let Ok(member) = &mut objects.slices else {
             continue;
         };
+        // What the member holds once written, read again as a host reads it.
+        let mut held = slices.member(&m.cluster)?.to_vec();
         let namespace = &d.plan.mcs.namespace;
+        let named = |s: &EndpointSlice, name: &str, ns: &str| {
+            s.metadata.name.as_deref() == Some(name)
+                && s.metadata.namespace.as_deref().unwrap_or_default() == ns
+        };
         for gone in d.deletions.iter().filter(|o| o.cluster == m.cluster) {
-            held.retain(|s| !(s.name == gone.name && &s.namespace == namespace));
+            held.retain(|s| !named(s, &gone.name, namespace));
         }
         for w in d.copies.iter().filter(|w| w.cluster == m.cluster) {
-            let same =
-                |s: &h::EndpointSlice| s.name == w.slice.name && s.namespace == w.slice.namespace;
-            if held
-                .iter()
-                .any(|s| same(s) && pair(&s.labels, MANAGED_BY_LABEL) != Some(DISPATCH_MANAGER))
-            {
+            let copy = slices.copy(w).ok()?;
+            let (name, ns) = (
+                copy.metadata.name.clone().unwrap_or_default(),
+                copy.metadata.namespace.clone().unwrap_or_default(),
+            );
+            let not_a_copy = |s: &EndpointSlice| {
+                let labels = s.metadata.labels.as_ref();
+                labels
+                    .and_then(|l| l.get(MANAGED_BY_LABEL))
+                    .map(String::as_str)
+                    != Some(DISPATCH_MANAGER)
+            };
+            if held.iter().any(|s| named(s, &name, &ns) && not_a_copy(s)) {
                 return None;
             }
-            held.retain(|s| !same(s));
-            held.push(w.slice.clone());
+            held.retain(|s| !named(s, &name, &ns));
+            held.push(copy);
         }
+        *member = next_slices.read(&m.cluster, held);
     }
-    Some(next)
+    next.slice_bodies = next_slices.bodies().to_vec();
+    next.slice_maps = next_slices.maps().to_vec();
+    next.slice_ports = next_slices.ports().to_vec();
+    Some((next, next_slices))
 }
 
 /// Its writes done, the next pass (nothing changed meanwhile) writes nothing: no copy, no
 /// deletion, no Service, no finalizer change, and no load balancer status unless a Service was
 /// recreated (a new Service has no load balancer yet, so the status follows at the next pass).
-fn converges(call: &Call, pass: &h::PassRead, settings: h::SyncSettings, d: &h::PassDecision) {
-    let Some(next) = written(pass, d) else {
+fn converges(
+    call: &Call,
+    pass: &h::PassRead,
+    slices: &PassSlices,
+    settings: h::SyncSettings,
+    d: &h::PassDecision,
+) {
+    let Some((next, next_slices)) = written(pass, slices, d) else {
         return;
     };
     let again = native(&Call::Decide {
         pass: next,
         settings,
+        slices: Box::new(next_slices),
     });
     let Answer::Decide(Ok(again)) = again else {
         panic!(

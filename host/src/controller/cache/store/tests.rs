@@ -1,39 +1,31 @@
-use k8s_openapi::api::discovery::v1::EndpointSlice;
 use serde_json::json;
 
+use super::super::kept::{self, KeptSlice};
 use super::*;
 
-fn slice(name: &str, service: &str, uid: &str, rv: &str) -> EndpointSlice {
-    serde_json::from_value(json!({
-        "metadata": {"name": name, "namespace": "shop", "uid": uid, "resourceVersion": rv,
-                     "labels": {"kubernetes.io/service-name": service}},
-        "addressType": "IPv4", "endpoints": []
-    }))
-    .unwrap()
+fn slice(name: &str, service: &str, uid: &str, rv: &str) -> KeptSlice {
+    kept::slice(
+        serde_json::from_value(json!({
+            "metadata": {"name": name, "namespace": "shop", "uid": uid, "resourceVersion": rv,
+                         "labels": {"kubernetes.io/service-name": service}},
+            "addressType": "IPv4", "endpoints": []
+        }))
+        .unwrap(),
+    )
 }
 
-fn service_of(s: &EndpointSlice) -> Option<&str> {
-    s.metadata
-        .labels
-        .as_ref()?
-        .get("kubernetes.io/service-name")
-        .map(String::as_str)
+fn service_of(s: &KeptSlice) -> Option<&str> {
+    s.label("kubernetes.io/service-name")
 }
 
-fn names(objects: &[Arc<EndpointSlice>]) -> Vec<String> {
+fn names(objects: &[Arc<KeptSlice>]) -> Vec<String> {
     objects
         .iter()
-        .map(|o| {
-            format!(
-                "{}@{}",
-                o.metadata.name.as_deref().unwrap_or_default(),
-                o.metadata.resource_version.as_deref().unwrap_or_default()
-            )
-        })
+        .map(|o| format!("{}@{}", o.name(), o.resource_version().unwrap_or_default()))
         .collect()
 }
 
-fn synced(objects: Vec<EndpointSlice>) -> Store<EndpointSlice> {
+fn synced(objects: Vec<KeptSlice>) -> Store<KeptSlice> {
     let store = Store::new(service_of);
     store.list_started();
     for o in objects {
@@ -180,18 +172,15 @@ fn resource_versions_compare_as_integers_and_anything_else_counts_as_later() {
 
 #[test]
 fn a_store_grouped_by_name_gets_one_object() {
-    fn name_of(s: &EndpointSlice) -> Option<&str> {
-        s.metadata.name.as_deref()
+    fn name_of(s: &KeptSlice) -> Option<&str> {
+        Some(s.name())
     }
     let store = Store::new(name_of);
     store.list_started();
     store.listed(slice("web", "x", "u1", "1"));
     store.listed(slice("api", "x", "u2", "2"));
     store.list_done();
-    assert_eq!(
-        store.get("shop", "web").unwrap().metadata.uid.as_deref(),
-        Some("u1")
-    );
+    assert_eq!(store.get("shop", "web").unwrap().uid(), Some("u1"));
     assert!(store.get("shop", "nope").is_none());
     assert_eq!(store.all().len(), 2);
 }
