@@ -874,7 +874,8 @@ fn print_cold_details(fleet: &Fleet, row: &ColdRow, elapsed: Duration) {
         .sum();
     let heap = value("mcs_policy_sync_heap_bytes");
     println!(
-        "caches: {cached:.0} objects; heap {:.1} MB = {:.0} bytes per cached object (everything on the heap counted)",
+        "caches: {cached:.0} objects ({:.0} own writes not yet watched); heap {:.1} MB = {:.0} bytes per cached object (everything on the heap counted)",
+        value("mcs_policy_sync_cache_pending_writes"),
         heap / 1e6,
         if cached > 0.0 { heap / cached } else { 0.0 }
     );

@@ -34,6 +34,7 @@ pub struct Metrics {
     queue_depth: Gauge,
     leader: Gauge,
     cached: Family<Labels, Gauge>,
+    pending: Gauge,
     heap: Gauge,
 }
 
@@ -97,6 +98,12 @@ impl Default for Metrics {
             "Objects held in the controller's caches, by resource (multiclusterservices, services, endpointslices), hub and members summed",
             cached.clone(),
         );
+        let pending = Gauge::default();
+        registry.register(
+            "cache_pending_writes",
+            "The controller's own writes laid over its caches whose watch events have not arrived yet (a lasting high value means the watches lag)",
+            pending.clone(),
+        );
         let heap = Gauge::default();
         registry.register(
             "heap_bytes",
@@ -105,6 +112,7 @@ impl Default for Metrics {
         );
         Metrics {
             cached,
+            pending,
             heap,
             leader,
             registry,
@@ -159,6 +167,11 @@ impl Metrics {
         self.cached.get_or_create(&labels).set(count);
         let heap = crate::malloc::heap_in_use().unwrap_or(0);
         self.heap.set(i64::try_from(heap).unwrap_or(i64::MAX));
+    }
+
+    /// `count` own writes wait for their watch events.
+    pub fn pending_writes(&self, count: usize) {
+        self.pending.set(i64::try_from(count).unwrap_or(i64::MAX));
     }
 
     /// One failed step against `cluster`, of `kind`.

@@ -236,6 +236,13 @@ impl Caches {
         metrics.cached("multiclusterservices", self.hub.mcs.len());
         metrics.cached("services", services);
         metrics.cached("endpointslices", slices);
+        let pending = self.hub.mcs.pending()
+            + self.hub.services.pending()
+            + members
+                .iter()
+                .map(|m| m.slices.pending() + m.services.pending())
+                .sum::<usize>();
+        metrics.pending_writes(pending);
     }
 
     /// Makes `member` the caches of member `name`: for a host that runs passes over caches it

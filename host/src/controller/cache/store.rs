@@ -165,6 +165,11 @@ impl<K: Cached> Store<K> {
         self.read().objects.len()
     }
 
+    /// Own writes laid over the store, not delivered by its watch yet.
+    pub fn pending(&self) -> usize {
+        self.read().pending.values().map(HashMap::len).sum()
+    }
+
     /// Whether the store holds no object.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
