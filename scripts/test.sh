@@ -5,18 +5,16 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-WASMTIME_VERSION=48.0.8   # must match the `wasmtime` crate pinned in Cargo.toml
-export PATH="$HOME/.cargo/bin:$PATH"   # where rustup and `cargo install` put tools
+export PATH="$HOME/.cargo/bin:$PATH"   # where rustup puts cargo
 
 step() { printf '\n==> %s\n' "$*"; }
 
 step "toolchain: wasm32-unknown-unknown target"
 rustup target add wasm32-unknown-unknown >/dev/null
 
-if ! wasmtime --version 2>/dev/null | grep -q "wasmtime $WASMTIME_VERSION"; then
-  step "installing wasmtime-cli $WASMTIME_VERSION (once per machine, ~11 min)"
-  cargo install wasmtime-cli --locked --version "$WASMTIME_VERSION"
-fi
+step "wasmtime CLI of the wasmtime crate's major version (scripts/wasmtime-cli.sh)"
+wasmtime_dir=$(scripts/wasmtime-cli.sh)
+"$wasmtime_dir/wasmtime" --version
 
 if ! command -v kubectl >/dev/null; then
   step "installing kubectl (kubernetes-client) for the kube-sim tests"
@@ -33,7 +31,7 @@ step "build every binary (the tests run the real ones)"
 cargo build --workspace --bins --examples --locked
 
 step "unit, doc and integration tests"
-cargo test --workspace --locked
+PATH="$wasmtime_dir:$PATH" cargo test --workspace --locked
 
 step "the shipped release build: profile-guided, checked against the fixtures (scripts/build-release.sh)"
 scripts/build-release.sh
