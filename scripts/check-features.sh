@@ -39,7 +39,7 @@ compare() { # NAME FILTER ARGS...: the lines of ours the wider resolution does n
   missing=$(comm -23 <(echo "$ours") <(features "$@") | { grep -Ev "$filter" || true; })
   if [ -n "$missing" ]; then
     echo "check-features: \`cargo build -p mcs-policy\` resolves these crates with other features than $name:"
-    echo "$missing" | sed 's/^/  /'
+    sed 's/^/  /' <<<"$missing"
     echo "  (compare with: cargo tree $* -e features -i CRATE; declare the union in host/Cargo.toml)"
     status=1
   fi
