@@ -13,8 +13,9 @@
 # resolves it.
 # 1. `--workspace` without dev-dependencies (release builds, the benchmarks): no difference.
 # 2. with dev-dependencies (`cargo test --workspace`, the suite's debug build): only the features
-#    the tests alone need, listed below with why; `cargo build -p mcs-policy` in debug after the
-#    suite recompiles these and the crates built on them (tokio's stack, not wasmtime).
+#    the tests alone need, listed below with why. The first debug `cargo build -p mcs-policy`
+#    after the suite compiles these and the crates built on them a second way (17 crates, tokio's
+#    stack up to mcs-policy, not wasmtime: under two minutes); cargo keeps both, so once.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
