@@ -1,22 +1,62 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh clone: `scripts/test.sh`. CI runs exactly this (.ci/run).
 # It installs what the tests need when it is missing (the wasm target, the wasmtime CLI, npm
-# packages for the JavaScript host), so nothing has to be set up by hand.
+# packages for the JavaScript host), so nothing has to be set up by hand. Each step prints its
+# wall and CPU time as it ends, and a table of all steps closes the run, also when a step fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-WASMTIME_VERSION=48.0.8   # must match the `wasmtime` crate pinned in Cargo.toml
-export PATH="$HOME/.cargo/bin:$PATH"   # where rustup and `cargo install` put tools
+export PATH="$HOME/.cargo/bin:$PATH"   # where rustup puts cargo
+target=${CARGO_TARGET_DIR:-target}
 
-step() { printf '\n==> %s\n' "$*"; }
+# --- time per step ----------------------------------------------------------------------------
+# CPU is user + system time of the steps' commands (the children this shell waited for), from
+# /proc: on a busy machine it says what a step costs better than its wall time.
+cpu_ticks() {
+  local stat fields
+  stat=$(cat "/proc/$$/stat" 2>/dev/null) || { echo 0; return; }
+  read -ra fields <<<"${stat##*) }"   # from the 3rd field on: cutime, cstime are the 16th, 17th
+  echo $((fields[13] + fields[14]))
+}
+hz=$(getconf CLK_TCK 2>/dev/null || echo 100)
+clock() { printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); }
+steps=()                 # "wall|cpu|result|name" of each step that ended
+step_name='' step_wall=0 step_cpu=0
+suite_wall=$SECONDS suite_cpu=$(cpu_ticks)
 
+end_step() { # RESULT
+  [ -n "$step_name" ] || return 0
+  local wall=$((SECONDS - step_wall)) cpu=$((($(cpu_ticks) - step_cpu) / hz))
+  printf -- '--- %s: %s (wall %s, cpu %s)\n' "$step_name" "$1" "$(clock $wall)" "$(clock $cpu)"
+  steps+=("$wall|$cpu|$1|$step_name")
+  step_name=''
+}
+step() { # NAME: ends the step before, starts this one
+  end_step ok
+  step_name=$* step_wall=$SECONDS step_cpu=$(cpu_ticks)
+  printf '\n==> %s\n' "$*"
+}
+summary() {
+  local rc=$? row wall cpu result name
+  end_step "$([ "$rc" = 0 ] && echo ok || echo "FAILED (exit $rc)")"
+  printf '\n%-9s %-9s %-18s %s\n' wall cpu result step
+  for row in "${steps[@]}"; do
+    IFS='|' read -r wall cpu result name <<<"$row"
+    printf '%-9s %-9s %-18s %s\n' "$(clock "$wall")" "$(clock "$cpu")" "$result" "$name"
+  done
+  printf '%-9s %-9s %-18s %s\n' "$(clock $((SECONDS - suite_wall)))" \
+    "$(clock $((($(cpu_ticks) - suite_cpu) / hz)))" "$([ "$rc" = 0 ] && echo passed || echo FAILED)" \
+    "scripts/test.sh ($(nproc 2>/dev/null || echo '?') cores)"
+}
+trap summary EXIT
+
+# --- the steps --------------------------------------------------------------------------------
 step "toolchain: wasm32-unknown-unknown target"
 rustup target add wasm32-unknown-unknown >/dev/null
 
-if ! wasmtime --version 2>/dev/null | grep -q "wasmtime $WASMTIME_VERSION"; then
-  step "installing wasmtime-cli $WASMTIME_VERSION (once per machine, ~11 min)"
-  cargo install wasmtime-cli --locked --version "$WASMTIME_VERSION"
-fi
+step "wasmtime CLI of the wasmtime crate's major version (scripts/wasmtime-cli.sh)"
+wasmtime_dir=$(scripts/wasmtime-cli.sh)
+"$wasmtime_dir/wasmtime" --version
 
 if ! command -v kubectl >/dev/null; then
   step "installing kubectl (kubernetes-client) for the kube-sim tests"
@@ -24,6 +64,9 @@ if ! command -v kubectl >/dev/null; then
     (apt-get update -qq && apt-get install -y -qq kubernetes-client) || true
   fi
 fi
+
+step "-p mcs-policy and --workspace resolve the same features (scripts/check-features.sh)"
+scripts/check-features.sh
 
 step "format and lints"
 cargo fmt --all -- --check
@@ -33,14 +76,19 @@ step "build every binary (the tests run the real ones)"
 cargo build --workspace --bins --examples --locked
 
 step "unit, doc and integration tests"
-cargo test --workspace --locked
+PATH="$wasmtime_dir:$PATH" cargo test --workspace --locked
 
-step "the shipped release build: profile-guided, checked against the fixtures (scripts/build-release.sh)"
-scripts/build-release.sh
+# The binary the README runs (`cargo run --release -p mcs-policy`), so it starts at once after
+# the suite, checked against the fixtures over HTTP/1.1 and h2. The profile-guided build that
+# ships (scripts/build-release.sh: two more release builds) runs the same check on its own
+# binary, where it is built: the container image, the webhook benchmarks.
+step "release build of mcs-policy, its answers checked against the fixtures"
+cargo build --release -p mcs-policy --locked
+"$target/debug/examples/pgo_workload" --server "$target/release/mcs-policy" --check --rounds 2
 
 step "JavaScript host (jco) against mcs-policy eval"
 (
   cd tests/js
   npm ci --prefer-offline --no-audit --no-fund --loglevel=error
-  MCS_POLICY_BIN="$PWD/../../target/debug/mcs-policy" node run.mjs
+  MCS_POLICY_BIN="$(cd ../.. && realpath "$target")/debug/mcs-policy" node run.mjs
 )
