@@ -14,17 +14,15 @@
 # 1. `--workspace` without dev-dependencies (release builds, the benchmarks): no difference.
 # 2. with dev-dependencies (`cargo test --workspace`, the suite's debug build): only the features
 #    the tests alone need, listed below with why. The first debug `cargo build -p mcs-policy`
-#    after the suite compiles these and the crates built on them a second way (17 crates, tokio's
-#    stack up to mcs-policy, not wasmtime: under two minutes); cargo keeps both, so once.
+#    after the suite compiles these and the crates built on them a second way (kube's stack up
+#    to mcs-policy, not wasmtime); cargo keeps both, so once.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # Features only tests turn on, kept out of the binary:
-#   tokio test-util  host's dev-dependency (paused time in the work queue's tests); in the
-#                    shipped server it would put a lock on tokio's clock
 #   kube jsonpatch   kube-sim's tests
 #   fastrand default tempfile, in kube-sim's tests
-TEST_ONLY='^(tokio|kube|fastrand) '
+TEST_ONLY='^(kube|fastrand) '
 
 features() {
   cargo tree --locked --prefix none --format '{p} {f}' "$@" |
