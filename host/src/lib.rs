@@ -17,6 +17,7 @@ pub mod controller;
 pub mod duration;
 pub mod engine;
 pub mod eval;
+pub mod fast_map;
 pub mod logging;
 pub mod malloc;
 pub mod manifests;

@@ -6,7 +6,7 @@
 //! A member whose caches are not synced is handed to the component as a failed read, with the
 //! message it reports; nothing here decides.
 
-use std::collections::HashMap;
+use crate::fast_map::FastMap;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -26,10 +26,10 @@ pub struct Snapshot {
     pub template: Option<Arc<KeptService>>,
     /// Each member's Service as read (a recreate deletes only that object: uid and
     /// resourceVersion preconditions).
-    pub services: HashMap<String, Arc<KeptService>>,
+    pub services: FastMap<String, Arc<KeptService>>,
     /// Each slice read, by member and name (a deletion carries its uid and resourceVersion;
     /// an apply that leaves the resourceVersion unchanged wrote nothing).
-    pub slices: HashMap<(String, String), Arc<KeptSlice>>,
+    pub slices: FastMap<(String, String), Arc<KeptSlice>>,
     /// The slices as they went into `decide`, which the copies it asks for are made from.
     pub pass: PassSlices<Arc<KeptSlice>>,
 }

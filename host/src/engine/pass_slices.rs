@@ -5,7 +5,6 @@
 //! ([`convert::copy_slice`]).
 
 use std::borrow::Borrow;
-use std::collections::HashMap;
 use std::hash::Hash;
 use std::sync::Arc;
 
@@ -13,6 +12,7 @@ use k8s_openapi::api::discovery::v1::EndpointSlice;
 
 use super::convert::{self, SliceFacts};
 use super::types::{EndpointPort, MemberSlices, SliceBody, SliceCopy, SliceWrite};
+use crate::fast_map::FastMap;
 
 /// A slice as a host holds it for a pass: the Kubernetes object, or what a controller's cache
 /// keeps of one. It has a name, and makes the copies `decide` asks of it.
@@ -53,7 +53,7 @@ pub struct PassSlices<S = EndpointSlice> {
     maps: Table<Vec<(String, String)>>,
     ports: Table<Vec<EndpointPort>>,
     /// The body index of each slice's facts seen so far.
-    known: HashMap<SliceFacts, u32>,
+    known: FastMap<SliceFacts, u32>,
 }
 
 impl<S> Default for PassSlices<S> {
@@ -63,7 +63,7 @@ impl<S> Default for PassSlices<S> {
             bodies: Table::default(),
             maps: Table::default(),
             ports: Table::default(),
-            known: HashMap::new(),
+            known: FastMap::default(),
         }
     }
 }
@@ -184,14 +184,14 @@ impl<S: SliceSource + Borrow<EndpointSlice>> PassSlices<S> {
 #[derive(Clone, Debug, PartialEq)]
 struct Table<T: Eq + Hash> {
     items: Vec<T>,
-    index: HashMap<T, u32>,
+    index: FastMap<T, u32>,
 }
 
 impl<T: Eq + Hash> Default for Table<T> {
     fn default() -> Self {
         Table {
             items: Vec::new(),
-            index: HashMap::new(),
+            index: FastMap::default(),
         }
     }
 }

@@ -19,7 +19,9 @@
 //! watch events of its object from the triggers ([`Applied::own`]), and an entry older than
 //! [`PENDING_TTL`] is dropped, so nothing laid over the store can hide the cluster for long.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use crate::fast_map::FastMap;
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
@@ -103,15 +105,15 @@ impl<K> Pending<K> {
 #[derive(Debug)]
 struct Inner<K> {
     /// `(namespace, name)` → object.
-    objects: HashMap<Key, Arc<K>>,
+    objects: FastMap<Key, Arc<K>>,
     /// `(namespace, group)` → the objects of the group.
-    groups: HashMap<Key, Vec<Arc<K>>>,
+    groups: FastMap<Key, Vec<Arc<K>>>,
     /// Objects of a list in progress (they replace everything at its end).
     listing: Option<Vec<Arc<K>>>,
     /// Own writes, by `(namespace, group)` then name.
-    pending: HashMap<Key, HashMap<Box<str>, Pending<K>>>,
+    pending: FastMap<Key, FastMap<Box<str>, Pending<K>>>,
     /// Own writes under way, by object: their watch events are not news.
-    in_flight: HashMap<Key, u32>,
+    in_flight: FastMap<Key, u32>,
     health: Health,
 }
 
@@ -136,11 +138,11 @@ impl<K: Cached> Store<K> {
     pub fn new(group_of: GroupOf<K>) -> Self {
         Store {
             inner: Arc::new(RwLock::new(Inner {
-                objects: HashMap::new(),
-                groups: HashMap::new(),
+                objects: FastMap::default(),
+                groups: FastMap::default(),
                 listing: None,
-                pending: HashMap::new(),
-                in_flight: HashMap::new(),
+                pending: FastMap::default(),
+                in_flight: FastMap::default(),
                 health: Health::Listing,
             })),
             group_of,
@@ -167,7 +169,7 @@ impl<K: Cached> Store<K> {
 
     /// Own writes laid over the store, not delivered by its watch yet.
     pub fn pending(&self) -> usize {
-        self.read().pending.values().map(HashMap::len).sum()
+        self.read().pending.values().map(FastMap::len).sum()
     }
 
     /// Whether the store holds no object.
@@ -253,8 +255,8 @@ impl<K: Cached> Store<K> {
     pub fn list_done(&self) -> bool {
         let mut inner = self.write();
         let listed = inner.listing.take().unwrap_or_default();
-        inner.objects = HashMap::with_capacity(listed.len());
-        inner.groups = HashMap::new();
+        inner.objects = FastMap::with_capacity_and_hasher(listed.len(), Default::default());
+        inner.groups = FastMap::default();
         for object in listed {
             inner.insert(self.group_of, object);
         }
