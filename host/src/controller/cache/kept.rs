@@ -15,40 +15,66 @@
 //! - **MultiClusterServices** keep everything but `managedFields`: the component reads the
 //!   whole object (spec, metadata, status conditions).
 
+use std::hash::{Hash, Hasher};
+use std::sync::{Arc, LazyLock};
+
 use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::api::discovery::v1::{Endpoint, EndpointSlice};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::DynamicObject;
 
+use super::interner::Interner;
 use super::store::Cached;
 use super::watched::WatchedSlice;
 use crate::engine::SliceSource;
 use crate::engine::convert::{self, SliceFacts};
 use crate::engine::types::SliceCopy;
 
-/// An EndpointSlice as the caches keep it: its identity, what `decide` reads of it (its
-/// facts, made once here rather than at every pass), and what a copy of it carries.
+/// An EndpointSlice as the caches keep it: its identity, and what it has in common with the
+/// other copies of the same slice (kept once for all of them).
 #[derive(Clone, Debug, PartialEq)]
 pub struct KeptSlice {
     name: Box<str>,
     uid: Option<Box<str>>,
     resource_version: Option<Box<str>>,
+    shared: Arc<SharedSlice>,
+}
+
+/// What `decide` reads of a slice (its facts, made once here rather than at every pass) and
+/// what a copy of it carries: equal in every copy of one provider's slice, so the caches keep
+/// one of each ([`SHARED_SLICES`]).
+#[derive(Debug, PartialEq)]
+struct SharedSlice {
+    /// Namespace, labels, annotations, ports and the content digest.
+    facts: SliceFacts,
     address_type: Box<str>,
     /// As watched, each one's vectors cut to length.
     endpoints: Box<[Endpoint]>,
-    /// Namespace, labels, annotations, ports and the content digest.
-    facts: SliceFacts,
 }
+
+// `Endpoint` has no floating-point field, so its `PartialEq` is an equivalence.
+impl Eq for SharedSlice {}
+
+/// Hashed by the facts alone, which equal values share (their content digest covers the
+/// address type and the endpoints as a copy carries them).
+impl Hash for SharedSlice {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.facts.hash(state);
+    }
+}
+
+/// The shared parts of every cached slice, of every cluster.
+static SHARED_SLICES: LazyLock<Interner<SharedSlice>> = LazyLock::new(Interner::default);
 
 impl KeptSlice {
     /// What `decide` reads of the slice.
     pub fn facts(&self) -> &SliceFacts {
-        &self.facts
+        &self.shared.facts
     }
 
     /// The value of label `key`.
     pub fn label(&self, key: &str) -> Option<&str> {
-        let labels = &self.facts.labels;
+        let labels = &self.shared.facts.labels;
         let i = labels.binary_search_by(|(k, _)| k.as_str().cmp(key)).ok()?;
         Some(&labels[i].1)
     }
@@ -56,7 +82,11 @@ impl KeptSlice {
     /// The slice as a Kubernetes object (its identity, labels, annotations, address type,
     /// endpoints and ports): for a copy of it, or a sweep's `prune`.
     pub fn to_slice(&self) -> EndpointSlice {
-        let facts = &self.facts;
+        let SharedSlice {
+            facts,
+            address_type,
+            endpoints,
+        } = &*self.shared;
         EndpointSlice {
             metadata: ObjectMeta {
                 name: Some(self.name.to_string()),
@@ -67,8 +97,8 @@ impl KeptSlice {
                 annotations: convert::map(facts.annotations.clone()),
                 ..ObjectMeta::default()
             },
-            address_type: self.address_type.to_string(),
-            endpoints: Some(self.endpoints.to_vec()),
+            address_type: address_type.to_string(),
+            endpoints: Some(endpoints.to_vec()),
             ports: Some(
                 facts
                     .ports
@@ -95,9 +125,11 @@ pub fn slice(slice: WatchedSlice) -> KeptSlice {
         name: meta.name.unwrap_or_default().into_boxed_str(),
         uid: boxed(meta.uid),
         resource_version: boxed(meta.resource_version),
-        address_type: slice.address_type.into_boxed_str(),
-        endpoints: endpoints.into_boxed_slice(),
-        facts,
+        shared: SHARED_SLICES.intern(SharedSlice {
+            facts,
+            address_type: slice.address_type.into_boxed_str(),
+            endpoints: endpoints.into_boxed_slice(),
+        }),
     }
 }
 
@@ -111,7 +143,7 @@ fn shrunk(mut facts: SliceFacts) -> SliceFacts {
 
 impl Cached for KeptSlice {
     fn namespace(&self) -> &str {
-        &self.facts.namespace
+        &self.shared.facts.namespace
     }
 
     fn name(&self) -> &str {
@@ -223,6 +255,47 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn copies_of_one_slice_share_what_they_have_in_common_and_keep_their_identity() {
+        let copy = |name: &str, uid: &str, address: &str, ready: Option<bool>| {
+            let mut conditions = json!({});
+            if let Some(ready) = ready {
+                conditions["ready"] = json!(ready);
+            }
+            slice(
+                serde_json::from_value(json!({
+                    "metadata": {"name": name, "namespace": "shop", "uid": uid,
+                        "resourceVersion": "3",
+                        "labels": {"kubernetes.io/service-name": "web", "source": "m1"}},
+                    "addressType": "IPv4",
+                    "endpoints": [{"addresses": [address], "conditions": conditions}],
+                }))
+                .unwrap(),
+            )
+        };
+        let in_m2 = copy("m1-web-1", "u2", "10.0.0.1", Some(true));
+        let in_m3 = copy("m1-web-1", "u3", "10.0.0.1", Some(true));
+        assert!(Arc::ptr_eq(&in_m2.shared, &in_m3.shared));
+        assert_eq!((in_m2.uid(), in_m3.uid()), (Some("u2"), Some("u3")));
+        let other_address = copy("m1-web-1", "u4", "10.0.0.2", Some(true));
+        assert!(!Arc::ptr_eq(&in_m2.shared, &other_address.shared));
+        assert_eq!(
+            other_address.to_slice().endpoints.unwrap()[0].addresses,
+            ["10.0.0.2"]
+        );
+        // Empty conditions and none have the same content digest, but a copy carries what
+        // the slice has: they are not shared.
+        let empty = copy("m1-web-1", "u5", "10.0.0.1", None);
+        let mut none_json = serde_json::to_value(empty.to_slice()).unwrap();
+        none_json["endpoints"][0]
+            .as_object_mut()
+            .unwrap()
+            .remove("conditions");
+        let none = slice(serde_json::from_value(none_json).unwrap());
+        assert_eq!(empty.facts(), none.facts());
+        assert!(!Arc::ptr_eq(&empty.shared, &none.shared));
+    }
 
     #[test]
     fn a_cached_slice_keeps_what_a_pass_reads_and_its_delete_preconditions() {

@@ -33,6 +33,7 @@
 //! our own objects are idempotent: made from a stale store they write what a fresh one would,
 //! or fail on the resourceVersion (409) and are re-read.
 
+pub mod interner;
 pub mod kept;
 pub mod store;
 pub mod watch;
