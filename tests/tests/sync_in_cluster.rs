@@ -326,3 +326,60 @@ async fn a_leader_that_cannot_read_its_members_is_alive_but_not_ready() {
     let metrics = probe(&w, &addr, "/metrics").await.1;
     assert_eq!(metric(&metrics, "mcs_policy_sync_leader"), Some(1.0));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_follower_that_cannot_reach_the_lease_is_not_ready_until_it_can() {
+    let mut w = World::clusters("probes-lease-out-of-reach", false).await;
+    // Another replica holds the Lease for an hour: this one can only follow.
+    post(
+        &w.http,
+        &w.hub,
+        "/api/v1/namespaces",
+        &serde_json::json!({"metadata": {"name": "mcs-policy-system"}}),
+    )
+    .await;
+    post(
+        &w.http,
+        &w.hub,
+        LEASES,
+        &serde_json::json!({
+            "metadata": {"name": "mcs-policy-sync"},
+            "spec": {"holderIdentity": "elsewhere", "leaseDurationSeconds": 3600,
+                     "renewTime": "2026-01-01T00:00:00.000000Z"}
+        }),
+    )
+    .await;
+    let addr = free_addr();
+    let mut flags: Vec<&str> = FAST.to_vec();
+    flags.extend(["--identity", "replica-0", "--metrics-listen", &addr]);
+    w.spawn_sync("500ms", &flags);
+    let waiting = "ok: following: waiting for the leader lease\n";
+    await_probe(&w, &addr, "/readyz", StatusCode::OK, waiting).await;
+
+    // The hub refuses every Lease request: after three attempts in a row, not a spare.
+    w.fault(
+        &w.hub,
+        serde_json::json!({"status": 500, "count": 100000, "resource": "leases"}),
+    )
+    .await;
+    let (status, body) = w
+        .eventually("the follower to report the lease out of reach", || async {
+            let (status, body) = probe(&w, &addr, "/readyz").await;
+            (status == StatusCode::SERVICE_UNAVAILABLE).then_some((status, body))
+        })
+        .await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+    assert!(
+        body.starts_with("not ready: following, but the leader lease is out of reach: reading lease mcs-policy-system/mcs-policy-sync"),
+        "{body}"
+    );
+    assert_eq!(
+        probe(&w, &addr, "/healthz").await,
+        (StatusCode::OK, "ok\n".to_string())
+    );
+
+    // The hub answers again: a spare again, still following the other holder.
+    w.clear_faults(&w.hub).await;
+    await_probe(&w, &addr, "/readyz", StatusCode::OK, waiting).await;
+    assert_eq!(lease_holder(&w).await.as_deref(), Some("elsewhere"));
+}

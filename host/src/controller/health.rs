@@ -4,9 +4,11 @@
 //! - `/healthz` answers 200 whenever the process serves at all: a replica that is slow to
 //!   sync, or waiting for the Lease, is alive and must not be restarted.
 //! - `/readyz` answers 200 when this replica is where it should be: a follower waiting for the
-//!   leader Lease while its election runs, or the leader once it has read its members (a
-//!   membership refresh succeeded) and the hub's caches have listed; 503 with the reason
-//!   otherwise (starting, leading but not synced yet, stopping).
+//!   leader Lease while its election can read the Lease, or the leader once it has read its
+//!   members (a membership refresh succeeded) and the hub's caches have listed; 503 with the
+//!   reason otherwise (starting, a follower that cannot reach the Lease, leading but not synced
+//!   yet, stopping). A follower that cannot read the Lease could not take over from a failing
+//!   leader: it is not a spare, and says so.
 //!
 //! The controller reports its steps ([`Health::following`], [`Health::leading`],
 //! [`Health::synced`], [`Health::stopping`]); the handlers only read.
@@ -38,12 +40,15 @@ enum Phase {
 #[derive(Debug)]
 pub struct Health {
     phase: Mutex<Phase>,
+    /// Why the election cannot read or write the Lease, while it cannot.
+    lease_problem: Mutex<Option<String>>,
 }
 
 impl Default for Health {
     fn default() -> Self {
         Health {
             phase: Mutex::new(Phase::Starting),
+            lease_problem: Mutex::new(None),
         }
     }
 }
@@ -64,19 +69,36 @@ impl Health {
         self.set(|phase| (phase == Phase::Leading).then_some(Phase::Synced));
     }
 
+    /// Why the election cannot reach the Lease (`None`: it can).
+    pub fn lease_problem(&self, problem: Option<String>) {
+        *self.lease_problem.lock().unwrap_or_else(|p| p.into_inner()) = problem;
+    }
+
     /// Shutting down, or leadership lost; final.
     pub fn stopping(&self) {
         self.set(|_| Some(Phase::Stopping));
     }
 
     /// `Ok` with what it is doing when ready, `Err` with why not.
-    pub fn readiness(&self) -> Result<&'static str, &'static str> {
+    pub fn readiness(&self) -> Result<String, String> {
+        let said = |s: &str| s.to_string();
         match self.phase() {
-            Phase::Starting => Err("starting: loading the policy component, reaching the hub"),
-            Phase::Following => Ok("following: waiting for the leader lease"),
-            Phase::Leading => Err("leading: the member clusters or the caches are not read yet"),
-            Phase::Synced => Ok("leading: syncing"),
-            Phase::Stopping => Err("stopping"),
+            Phase::Starting => Err(said(
+                "starting: loading the policy component, reaching the hub",
+            )),
+            Phase::Following => {
+                match &*self.lease_problem.lock().unwrap_or_else(|p| p.into_inner()) {
+                    None => Ok(said("following: waiting for the leader lease")),
+                    Some(problem) => Err(format!(
+                        "following, but the leader lease is out of reach: {problem}"
+                    )),
+                }
+            }
+            Phase::Leading => Err(said(
+                "leading: the member clusters or the caches are not read yet",
+            )),
+            Phase::Synced => Ok(said("leading: syncing")),
+            Phase::Stopping => Err(said("stopping")),
         }
     }
 
@@ -171,6 +193,20 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_follower_that_cannot_reach_the_lease_is_not_ready_until_it_can() {
+        let health = Arc::new(Health::default());
+        health.following();
+        health.lease_problem(Some("reading lease mcs-system/mcs-policy-sync: 403".into()));
+        let (status, body) = ask(&health, "/readyz").await;
+        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+        assert!(body.contains("out of reach"), "{body}");
+        assert!(body.contains("403"), "{body}");
+        assert_eq!(ask(&health, "/healthz").await.0, StatusCode::OK);
+        health.lease_problem(None);
+        assert_eq!(ask(&health, "/readyz").await.0, StatusCode::OK);
+    }
+
+    #[tokio::test]
     async fn stopping_is_final_and_not_ready_but_alive() {
         let health = Arc::new(Health::default());
         health.leading();
@@ -178,7 +214,7 @@ mod tests {
         health.stopping();
         for late in [Health::following, Health::leading, Health::synced] {
             late(&health);
-            assert_eq!(health.readiness(), Err("stopping"));
+            assert_eq!(health.readiness(), Err("stopping".to_string()));
         }
         assert_eq!(
             ask(&health, "/readyz").await,

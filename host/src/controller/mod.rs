@@ -129,6 +129,10 @@ async fn start_and_sync(
     };
     let mut leadership = leader::start(registry.hub.client.clone(), &args.leader)?;
     health.following();
+    tokio::spawn(report_lease_problems(
+        leadership.lease_problems(),
+        health.clone(),
+    ));
     tracing::info!(
         hub = %source.hub().name,
         interval = ?args.resync_interval,
@@ -158,6 +162,16 @@ async fn start_and_sync(
     leadership.release().await;
     tracing::info!("sync controller stopped");
     outcome
+}
+
+/// Hands the election's Lease problems to the readiness probe, until the election ends.
+async fn report_lease_problems(
+    mut problems: tokio::sync::watch::Receiver<Option<String>>,
+    health: Arc<Health>,
+) {
+    while problems.changed().await.is_ok() {
+        health.lease_problem(problems.borrow_and_update().clone());
+    }
 }
 
 /// The metrics and probes server of `--metrics-listen`, stopped by [`MetricsServer::stop`] or

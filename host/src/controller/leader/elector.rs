@@ -59,9 +59,13 @@ enum Attempt {
     Leading,
     /// Someone else holds it and it has not expired.
     HeldBy(String),
-    /// Reading or writing failed; try again later.
-    Failed,
+    /// Reading or writing failed (why); try again later.
+    Failed(String),
 }
+
+/// Failed attempts in a row after which a follower reports the Lease out of reach: one can
+/// fail when two replicas write at once; three (6 s at the default retry period) cannot.
+const FAILURES_BEFORE_UNREACHABLE: u32 = 3;
 
 /// client-go's `LeaderElector` over a `LeaseLock`.
 pub(super) struct Elector {
@@ -79,10 +83,16 @@ pub(super) struct Elector {
     observed: Option<Observed>,
     /// The holder last logged.
     reported: Option<String>,
+    /// Why the Lease is out of reach while this replica follows (`None`: it is not).
+    lease_problem: watch::Sender<Option<String>>,
 }
 
 impl Elector {
-    pub(super) fn new(hub: kube::Client, args: &LeaderArgs) -> Elector {
+    pub(super) fn new(
+        hub: kube::Client,
+        args: &LeaderArgs,
+        lease_problem: watch::Sender<Option<String>>,
+    ) -> Elector {
         Elector {
             leases: Api::namespaced(hub.clone(), &args.lease_namespace),
             namespaces: Api::all(hub),
@@ -95,6 +105,7 @@ impl Elector {
             lease: None,
             observed: None,
             reported: None,
+            lease_problem,
         }
     }
 
@@ -102,12 +113,36 @@ impl Elector {
         format!("{}/{}", self.namespace, self.name)
     }
 
-    /// Tries every retry period until we hold the Lease.
+    /// Tries every retry period until we hold the Lease. Publishes why the Lease is out of
+    /// reach once [`FAILURES_BEFORE_UNREACHABLE`] attempts in a row have failed, and that it is
+    /// not after any attempt that reads it.
     async fn acquire(&mut self) {
+        let mut failures = 0;
         loop {
-            let attempt = tokio::time::timeout(self.renew_deadline, self.try_acquire_or_renew());
-            if let Ok(Attempt::Leading) = attempt.await {
-                return;
+            let attempt = tokio::time::timeout(self.renew_deadline, self.try_acquire_or_renew())
+                .await
+                .unwrap_or_else(|_| {
+                    Attempt::Failed(format!(
+                        "lease {}: no answer within the renew deadline ({:?})",
+                        self.describe(),
+                        self.renew_deadline
+                    ))
+                });
+            match attempt {
+                Attempt::Leading => {
+                    self.lease_problem.send_replace(None);
+                    return;
+                }
+                Attempt::HeldBy(_) => {
+                    failures = 0;
+                    self.lease_problem.send_replace(None);
+                }
+                Attempt::Failed(why) => {
+                    failures += 1;
+                    if failures >= FAILURES_BEFORE_UNREACHABLE {
+                        self.lease_problem.send_replace(Some(why));
+                    }
+                }
             }
             tokio::time::sleep(self.retry_period).await;
         }
@@ -131,7 +166,7 @@ impl Elector {
             match tokio::time::timeout_at(deadline, self.try_acquire_or_renew()).await {
                 Ok(Attempt::Leading) => return true,
                 Ok(Attempt::HeldBy(_)) | Err(_) => return false,
-                Ok(Attempt::Failed) => {}
+                Ok(Attempt::Failed(_)) => {}
             }
             let next = Instant::now() + self.retry_period;
             if next >= deadline {
@@ -167,7 +202,7 @@ impl Elector {
             Ok(None) => return self.create().await,
             Err(err) => {
                 tracing::warn!(lease = %self.describe(), error = %err, "cannot read the leader lease");
-                return Attempt::Failed;
+                return Attempt::Failed(format!("reading lease {}: {err}", self.describe()));
             }
         };
         let observed = self.observe(current.spec.clone().unwrap_or_default());
@@ -188,7 +223,7 @@ impl Elector {
             Ok(()) => Attempt::Leading,
             Err(err) => {
                 tracing::info!(lease = %self.describe(), error = %err, "cannot update the leader lease");
-                Attempt::Failed
+                Attempt::Failed(format!("updating lease {}: {err}", self.describe()))
             }
         }
     }
@@ -212,7 +247,7 @@ impl Elector {
             }
             Err(err) => {
                 tracing::info!(lease = %self.describe(), error = %err, "cannot create the leader lease");
-                Attempt::Failed
+                Attempt::Failed(format!("creating lease {}: {err}", self.describe()))
             }
         }
     }

@@ -64,21 +64,25 @@ pub struct Leadership {
     _fixed: Option<watch::Sender<Role>>,
     /// Stops the election task, and the task.
     task: Option<(oneshot::Sender<()>, JoinHandle<()>)>,
+    /// Why the election cannot reach the Lease while it waits for it (`None`: it can).
+    lease_problem: watch::Receiver<Option<String>>,
 }
 
 /// Starts leader election in the hub (`--leader-elect`), or returns a leadership that always
 /// leads. Needs a Tokio runtime.
 pub fn start(hub: kube::Client, args: &LeaderArgs) -> Result<Leadership, LeaderError> {
     args.validate()?;
+    let (problems, lease_problem) = watch::channel(None);
     if !args.leader_elect {
         let (fixed, role) = watch::channel(Role::Leader);
         return Ok(Leadership {
             role,
             _fixed: Some(fixed),
             task: None,
+            lease_problem,
         });
     }
-    let elector = Elector::new(hub, args);
+    let elector = Elector::new(hub, args, problems);
     let (sender, role) = watch::channel(Role::Candidate);
     let (stop, stopped) = oneshot::channel();
     let task = tokio::spawn(elect(elector, sender, stopped));
@@ -86,6 +90,7 @@ pub fn start(hub: kube::Client, args: &LeaderArgs) -> Result<Leadership, LeaderE
         role,
         _fixed: None,
         task: Some((stop, task)),
+        lease_problem,
     })
 }
 
@@ -115,6 +120,12 @@ impl Leadership {
     pub async fn lost(&mut self) {
         // An error means the election task is gone: not leading either.
         let _ = self.role.wait_for(|r| *r == Role::Done).await;
+    }
+
+    /// Why the election cannot reach the Lease, as it changes: `None` while it can (or without
+    /// `--leader-elect`), the last failure once several attempts in a row have failed.
+    pub fn lease_problems(&self) -> watch::Receiver<Option<String>> {
+        self.lease_problem.clone()
     }
 
     /// Stops the election; when leading, gives the Lease up first so another replica takes
