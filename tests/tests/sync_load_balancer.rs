@@ -321,3 +321,35 @@ async fn a_load_balancer_mcs_deleted_and_created_again_as_cross_cluster_dispatch
     assert!(o["status"]["loadBalancer"]["ingress"].is_null(), "{o}");
     assert!(world.condition(CONDITION).await.is_none());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ingress_reaches_the_status_through_the_member_service_watch_not_the_resync() {
+    // No resync after the first pass: only the watch on member Services can carry it.
+    let world = World::start_with("lb-watch", "1h").await;
+    post(&world.http, &world.hub, SERVICES, &lb_service()).await;
+    post(&world.http, &world.hub, MCS, &lb_mcs(json!({}))).await;
+    for (url, name) in [(&world.member1, "member1"), (&world.member2, "member2")] {
+        await_member_service(&world, url, name).await;
+    }
+    await_status(
+        &world,
+        Value::Null,
+        "False",
+        "cluster member1 has no load balancer ingress yet; cluster member2 has no load balancer ingress yet",
+    )
+    .await;
+
+    set_ingress(
+        &world,
+        &world.member1,
+        json!([{"ip": "198.51.100.10", "ipMode": "VIP"}]),
+    )
+    .await;
+    await_status(
+        &world,
+        json!([{"ip": "198.51.100.10", "ipMode": "VIP"}]),
+        "False",
+        "cluster member2 has no load balancer ingress yet",
+    )
+    .await;
+}
