@@ -12,11 +12,7 @@ use crate::engine::types::{
     EndpointSlice, McsRef, PassDecision, PassRead, Reported, StatusBasis, StatusNow, StatusUpdate,
     SyncPlan, SyncSettings, WriteFailures,
 };
-use crate::engine::{EngineError, PolicyEngine};
-
-/// How long a component call may run on an async worker before it moves to the blocking pool:
-/// one epoch tick, as the webhook's inline evaluations.
-const INLINE_SLICE: Duration = Duration::from_millis(5);
+use crate::engine::{EngineError, INLINE_SLICE, PolicyEngine};
 
 /// Why the component gave no decision.
 #[derive(Debug, thiserror::Error)]

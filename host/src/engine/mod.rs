@@ -38,6 +38,14 @@ pub use error::EngineError;
 pub use pass_slices::{PassSlices, SliceSource};
 use runtime::{Function, Loaded, Runtime, sig};
 
+/// The budget of a component call run on an async worker (the webhook's small reviews, the
+/// sync controller's calls); past it, the call starts over on a blocking thread with the rest
+/// of its budget, which is safe because the component is pure and every call gets a fresh
+/// instance. The epoch deadline rounds it up to whole ticks (5 ms each), plus the tick in
+/// progress and any the ticker owes (`engine/epoch.rs`), so a worker is held 5-10 ms at most
+/// unless the machine is so busy that the ticker itself runs late.
+pub const INLINE_SLICE: std::time::Duration = std::time::Duration::from_millis(5);
+
 /// The component built from `guest/` and embedded at build time.
 pub const EMBEDDED_COMPONENT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/mcs_policy.wasm"));
 

@@ -23,18 +23,13 @@ use axum::response::{IntoResponse, Response};
 
 use super::review::{self, Review, ReviewOut};
 use super::{AppState, deadline};
+use crate::engine::INLINE_SLICE;
 
 /// Longest wait for a free evaluation slot before answering "overloaded".
 const MAX_QUEUE_WAIT: Duration = Duration::from_millis(500);
 
 /// Bodies larger than this are evaluated on a blocking thread from the start.
 const INLINE_MAX_BODY: usize = 64 << 10;
-
-/// The budget of an evaluation on the async worker; past it, the evaluation moves to a
-/// blocking thread. The epoch deadline rounds it up to whole ticks (5 ms each), plus the tick in
-/// progress and any the ticker owes (`engine/epoch.rs`), so a worker is held 5-10 ms at most
-/// unless the machine is so busy that the ticker itself runs late.
-const INLINE_SLICE: Duration = Duration::from_millis(5);
 
 #[derive(Clone, Copy)]
 enum Hook {
