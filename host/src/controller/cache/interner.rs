@@ -68,17 +68,13 @@ impl<T: Eq + Hash> Interner<T> {
     }
 
     /// How many distinct values the set holds (some may be waiting for the next sweep).
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    fn len(&self) -> usize {
         self.set
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .values
             .len()
-    }
-
-    /// Whether the set holds nothing.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 }
 
