@@ -86,6 +86,22 @@ async fn await_member_service(world: &World, url: &str, cluster: &str) -> Value 
         .await
 }
 
+/// Waits until both members hold the `LoadBalancer` Service `web` and the MCS says neither
+/// has an ingress yet; returns the condition.
+async fn await_both_waiting_for_ingress(world: &World) -> Value {
+    for (url, name) in [(&world.member1, "member1"), (&world.member2, "member2")] {
+        let copy = await_member_service(world, url, name).await;
+        assert_eq!(copy["spec"]["type"], "LoadBalancer", "{name}: {copy}");
+    }
+    await_status(
+        world,
+        Value::Null,
+        "False",
+        "cluster member1 has no load balancer ingress yet; cluster member2 has no load balancer ingress yet",
+    )
+    .await
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn gathers_every_providers_load_balancer_into_the_mcs_status() {
     let world = World::start("lb-gather").await;
@@ -96,17 +112,7 @@ async fn gathers_every_providers_load_balancer_into_the_mcs_status() {
         .await;
     post(&world.http, &world.hub, MCS, &lb_mcs(json!({}))).await;
 
-    for (url, name) in [(&world.member1, "member1"), (&world.member2, "member2")] {
-        let copy = await_member_service(&world, url, name).await;
-        assert_eq!(copy["spec"]["type"], "LoadBalancer", "{name}: {copy}");
-    }
-    let pending = await_status(
-        &world,
-        Value::Null,
-        "False",
-        "cluster member1 has no load balancer ingress yet; cluster member2 has no load balancer ingress yet",
-    )
-    .await;
+    let pending = await_both_waiting_for_ingress(&world).await;
     assert_eq!(pending["reason"], "LoadBalancerStatusIncomplete");
     world
         .await_event(
@@ -328,16 +334,7 @@ async fn an_ingress_reaches_the_status_through_the_member_service_watch_not_the_
     let world = World::start_with("lb-watch", "1h").await;
     post(&world.http, &world.hub, SERVICES, &lb_service()).await;
     post(&world.http, &world.hub, MCS, &lb_mcs(json!({}))).await;
-    for (url, name) in [(&world.member1, "member1"), (&world.member2, "member2")] {
-        await_member_service(&world, url, name).await;
-    }
-    await_status(
-        &world,
-        Value::Null,
-        "False",
-        "cluster member1 has no load balancer ingress yet; cluster member2 has no load balancer ingress yet",
-    )
-    .await;
+    await_both_waiting_for_ingress(&world).await;
 
     set_ingress(
         &world,
