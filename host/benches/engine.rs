@@ -308,6 +308,30 @@ fn row(name: &str, wasm: &Stats, native: &Stats) {
     );
 }
 
+/// `iterations` of `decide` in wasm and natively over the same pass, each side making the
+/// copies its answer asks for with the host's assembly.
+fn measure_decide(
+    iterations: usize,
+    engine: &PolicyEngine,
+    slices: &PassSlices,
+    (h_pass, h_settings): (&types::PassRead, types::SyncSettings),
+    (g_pass, g_settings): (&guest::PassRead, &guest::SyncSettings),
+) -> (Stats, Stats) {
+    let wasm = measure(iterations, || {
+        let decision = engine.decide(h_pass, h_settings, BUDGET).unwrap().unwrap();
+        for w in &decision.copies {
+            black_box(slices.copy(w).unwrap());
+        }
+    });
+    let native = measure(iterations, || {
+        let decision = guest::sync::decide(black_box(g_pass), g_settings).unwrap();
+        for w in decision.copies {
+            black_box(slices.copy(&host_write(w)).unwrap());
+        }
+    });
+    (wasm, native)
+}
+
 /// The rows of `decide` over the pass `read`: the pass, and the same pass with an MCS that does
 /// not decode (the component answers at once: what is left is the cost of crossing into it).
 /// Both sides make the copies the answer asks for (none at rest) with the host's assembly.
@@ -325,18 +349,13 @@ fn decide_rows(engine: &PolicyEngine, read: &[(String, Vec<EndpointSlice>)], var
         decision.copies.is_empty() && decision.deletions.is_empty() && decision.services.is_empty()
     );
     assert!(native.copies.is_empty() && native.deletions.is_empty() && native.services.is_empty());
-    let wasm = measure(300, || {
-        let decision = engine.decide(&h_pass, h_settings, BUDGET).unwrap().unwrap();
-        for w in &decision.copies {
-            black_box(slices.copy(w).unwrap());
-        }
-    });
-    let native = measure(300, || {
-        let decision = guest::sync::decide(black_box(&g_pass), &g_settings).unwrap();
-        for w in decision.copies {
-            black_box(slices.copy(&host_write(w)).unwrap());
-        }
-    });
+    let (wasm, native) = measure_decide(
+        300,
+        engine,
+        &slices,
+        (&h_pass, h_settings),
+        (&g_pass, &g_settings),
+    );
     row(
         &format!("decide, 20 members x 40 slices at rest{variant} (µs)"),
         &wasm,
@@ -371,18 +390,13 @@ fn decide_cold_row(engine: &PolicyEngine, read: &[(String, Vec<EndpointSlice>)])
     let (g_pass, g_settings) = pass_input!(guest, &slices, &states);
     let decision = engine.decide(&h_pass, h_settings, BUDGET).unwrap().unwrap();
     assert_eq!(decision.copies.len(), 760);
-    let wasm = measure(100, || {
-        let decision = engine.decide(&h_pass, h_settings, BUDGET).unwrap().unwrap();
-        for w in &decision.copies {
-            black_box(slices.copy(w).unwrap());
-        }
-    });
-    let native = measure(100, || {
-        let decision = guest::sync::decide(black_box(&g_pass), &g_settings).unwrap();
-        for w in decision.copies {
-            black_box(slices.copy(&host_write(w)).unwrap());
-        }
-    });
+    let (wasm, native) = measure_decide(
+        100,
+        engine,
+        &slices,
+        (&h_pass, h_settings),
+        (&g_pass, &g_settings),
+    );
     row(
         "decide, 20 members x 2 slices, 760 copies to make (µs)",
         &wasm,
