@@ -29,6 +29,9 @@ pub mod status;
 pub mod triggers;
 pub mod writes;
 
+#[cfg(test)]
+mod scheduling_tests;
+
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;

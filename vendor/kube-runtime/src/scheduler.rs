@@ -80,6 +80,18 @@ impl<T: Hash + Eq + Clone, R> SchedulerProj<'_, T, R> {
             // Message is already pending, so we can't even expedite it
             return;
         }
+        // mcs-policy's change (vendor/README.md): with no debounce, a request due now is held
+        // pending, i.e. emitted as soon as the consumer can take it. The DelayQueue would
+        // round its deadline up to the next millisecond and wait for a timer tick: ~2 ms
+        // between every trigger and its reconcile. A scheduled copy for later is dropped,
+        // as the queue would have replaced it with this earlier one.
+        if self.debounce.is_zero() && request.run_at <= Instant::now() {
+            if let Some(old) = self.scheduled.remove(&request.message) {
+                self.queue.remove(&old.queue_key);
+            }
+            self.pending.insert(request.message);
+            return;
+        }
         let next_time = request
             .run_at
             .checked_add(*self.debounce)
