@@ -715,6 +715,7 @@ async fn resync_at_rest(fleet: &Fleet, pid: u32, mcs: usize, limit: Duration) ->
     let idle_rate = (cpu_seconds(pid) - idle_from) / 3.0;
     let passes = counter(fleet, "mcs_policy_sync_passes_total").await;
     let reconciles = counter(fleet, "mcs_policy_sync_reconciles_total").await;
+    let quiet = counter(fleet, "mcs_policy_sync_quiet_reconciles_total").await;
     fleet.clear_request_logs().await;
     let (start, cpu) = (Instant::now(), cpu_seconds(pid));
     await_resync_done(fleet, passes, limit).await?;
@@ -726,6 +727,7 @@ async fn resync_at_rest(fleet: &Fleet, pid: u32, mcs: usize, limit: Duration) ->
         requests: 0,
         reads: 0,
     };
+    let quiet = counter(fleet, "mcs_policy_sync_quiet_reconciles_total").await - quiet;
     let requests = fleet.request_logs().await;
     let requests: Vec<_> = requests.into_iter().filter(|r| r.verb != "watch").collect();
     let row = ResyncRow {
@@ -734,7 +736,7 @@ async fn resync_at_rest(fleet: &Fleet, pid: u32, mcs: usize, limit: Duration) ->
         ..row
     };
     println!(
-        "resync at rest ({mcs} MCS): {} passes, {} API requests ({} reads) in a {:.1} s window; controller CPU {:.2} s in the window, idle {:.3} s/s => the resync's own ~{:.2} s",
+        "resync at rest ({mcs} MCS): {} passes ({quiet:.0} skipped as quiet), {} API requests ({} reads) in a {:.1} s window; controller CPU {:.2} s in the window, idle {:.3} s/s => the resync's own ~{:.2} s",
         row.reconciles,
         row.requests,
         row.reads,

@@ -117,18 +117,23 @@ async fn a_resync_reads_only_the_caches() {
     let listen = free_addr();
     let flags = ["--metrics-listen", listen.as_str()];
     let w = synced_to_two_consumers("resync-from-memory", "200ms", &flags).await;
-    let passes = || async {
+    let counter = |name: &'static str| {
         let url = format!("http://{listen}/metrics");
-        let text = w.http.get(&url).send().await.ok()?.text().await.ok()?;
-        metric(&text, "mcs_policy_sync_passes_total")
+        let http = w.http.clone();
+        async move {
+            let text = http.get(&url).send().await.ok()?.text().await.ok()?;
+            metric(&text, name)
+        }
     };
+    let passes = || counter("mcs_policy_sync_passes_total");
+    let quiet = || counter("mcs_policy_sync_quiet_reconciles_total");
     tokio::time::sleep(Duration::from_millis(500)).await;
     for url in all_clusters(&w) {
         w.clear_requests(&url).await;
     }
-    let before = passes().await.unwrap();
+    let (before, quiet_before) = (passes().await.unwrap(), quiet().await.unwrap());
     tokio::time::sleep(Duration::from_millis(1500)).await;
-    let after = passes().await.unwrap();
+    let (after, quiet_after) = (passes().await.unwrap(), quiet().await.unwrap());
 
     assert!(after - before >= 4.0, "resyncs ran: {before} -> {after}");
     for url in all_clusters(&w) {
@@ -138,6 +143,22 @@ async fn a_resync_reads_only_the_caches() {
             "no request to {url} while nothing changes"
         );
     }
+    // Nothing changed: the MCS's passes were quiet, skipped without asking the component.
+    assert!(
+        quiet_after - quiet_before >= 4.0,
+        "quiet passes: {quiet_before} -> {quiet_after}"
+    );
+
+    // After quiet passes, a change is still carried: a copy deleted by hand and the provider's
+    // slice changed are both caught up.
+    let member3 = w.member3.clone().unwrap();
+    delete(&w.http, &member3, &format!("{SLICES}/member1-web-abc")).await;
+    edit(&w.http, &w.member1, &format!("{SLICES}/web-abc"), |s| {
+        s["endpoints"][0]["addresses"] = json!(["10.1.0.8"]);
+    })
+    .await;
+    await_copy_address(&w, &w.member2, "10.1.0.8").await;
+    await_copy_address(&w, &member3, "10.1.0.8").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

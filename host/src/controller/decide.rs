@@ -31,6 +31,11 @@ pub enum DecideError {
     Join { object: String, message: String },
 }
 
+/// `--stale-endpoint-timeout` as `sync-settings` carries it.
+pub fn stale_timeout_ms(stale_timeout: Option<Duration>) -> Option<u64> {
+    stale_timeout.map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX))
+}
+
 /// The component, with the budget of each call.
 #[derive(Clone, Debug)]
 pub struct Decider {
@@ -117,8 +122,7 @@ impl Decider {
     ) -> Result<PassDecision, DecideError> {
         let engine = self.engine.clone();
         let settings = SyncSettings {
-            stale_timeout_ms: stale_timeout
-                .map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX)),
+            stale_timeout_ms: stale_timeout_ms(stale_timeout),
         };
         let answer = self
             .blocking(object, move |budget| engine.decide(&pass, settings, budget))

@@ -27,6 +27,7 @@ pub struct Metrics {
     registry: Registry,
     passes: Counter,
     reconciles: Counter,
+    quiet: Counter,
     applied: Counter,
     deleted: Counter,
     cluster_errors: Family<Labels, Counter>,
@@ -49,6 +50,7 @@ impl Default for Metrics {
         let mut registry = Registry::with_prefix("mcs_policy_sync");
         let passes = Counter::default();
         let reconciles = Counter::default();
+        let quiet = Counter::default();
         let applied = Counter::default();
         let deleted = Counter::default();
         let cluster_errors = Family::<Labels, Counter>::default();
@@ -61,6 +63,11 @@ impl Default for Metrics {
             "reconciles",
             "Reconciles of one MultiClusterService (watch events, resyncs and retries)",
             reconciles.clone(),
+        );
+        registry.register(
+            "quiet_reconciles",
+            "Reconciles skipped: the same input as the MultiClusterService's last pass, which had nothing to do",
+            quiet.clone(),
         );
         registry.register(
             "applied",
@@ -120,6 +127,7 @@ impl Default for Metrics {
             queue_depth,
             passes,
             reconciles,
+            quiet,
             applied,
             deleted,
             cluster_errors,
@@ -134,6 +142,11 @@ impl Metrics {
 
     pub fn reconcile(&self) {
         self.reconciles.inc();
+    }
+
+    /// A reconcile skipped as quiet ([`super::quiet`]); counted in `reconciles` too.
+    pub fn skipped_quiet(&self) {
+        self.quiet.inc();
     }
 
     pub fn applied(&self, n: usize) {

@@ -17,6 +17,7 @@ pub mod memory;
 pub mod metrics;
 pub mod namespace;
 pub mod orphans;
+pub mod quiet;
 pub mod read;
 pub mod reconcile;
 pub mod report;

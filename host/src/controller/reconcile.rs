@@ -16,8 +16,10 @@ use kube::api::DynamicObject;
 
 use super::Context;
 use super::apply::{ApplyError, set_finalizer};
-use super::decide::DecideError;
+use super::decide::{DecideError, stale_timeout_ms};
 use super::events::emit;
+use super::memory::Remembered;
+use super::quiet::{self, Fingerprint};
 use super::read::{ReadError, object_name};
 pub use super::report::{Report, chain};
 use super::snapshot;
@@ -48,6 +50,17 @@ pub async fn reconcile(
     let object = object_name(mcs);
     let uid = mcs.metadata.uid.clone().unwrap_or_else(|| object.clone());
     let (pass, snapshot) = snapshot::read(ctx, mcs, &uid, ready)?;
+    let reported = remembered(ctx, &uid, |r| r.reported.clone()).flatten();
+    let input = Fingerprint::of(
+        &pass,
+        reported.as_ref(),
+        stale_timeout_ms(ctx.stale_timeout),
+    );
+    if remembered(ctx, &uid, |r| r.quiet) == Some(Some(input)) {
+        ctx.metrics.skipped_quiet();
+        return Ok(Report::default());
+    }
+    let may_be_quiet = quiet::all_readable(&pass);
     let decision = ctx.decider.decide(&object, pass, ctx.stale_timeout).await?;
     log_unknown(&object, &decision);
     remember_ingress(ctx, &uid, &decision);
@@ -67,13 +80,37 @@ pub async fn reconcile(
     }
     let mcs = current.as_ref().unwrap_or(mcs);
     let update = conclude(ctx, mcs, &uid, &decision, &written).await?;
+    let nothing_to_write = may_be_quiet
+        && nothing_decided(&decision)
+        && written.services.is_empty()
+        && written.slices.is_empty()
+        && update.events.is_empty()
+        && !update.retry
+        && reported.as_ref() == Some(&update.reported);
     let ingress = decision
         .ingress
         .map(|entries| entries.into_iter().map(convert::ingress_from_wit).collect());
     let status = set_status(hub, mcs, update.conditions.as_deref(), ingress).await?;
     remember_write(ctx, status.as_ref());
+    let quiet = (nothing_to_write && status.is_none()).then_some(input);
+    remembered(ctx, &uid, |r| r.quiet = quiet);
     report_events(ctx, mcs, &uid, update.events, update.reported).await;
     Ok(report(written, update.retry))
+}
+
+/// Runs `f` on what the controller remembers of the MCS `uid` (`None`: nothing yet).
+fn remembered<T>(ctx: &Context, uid: &str, f: impl FnOnce(&mut Remembered) -> T) -> Option<T> {
+    let mut memory = ctx.remembered.lock().ok()?;
+    memory.get_mut(uid).map(f)
+}
+
+/// Whether the component asked for no write at all: no finalizer change, copy, deletion or
+/// Service.
+fn nothing_decided(decision: &PassDecision) -> bool {
+    matches!(decision.finalizer, FinalizerChange::Keep)
+        && decision.copies.is_empty()
+        && decision.deletions.is_empty()
+        && decision.services.is_empty()
 }
 
 /// Records the MCS as a write of the pass left it, so the next pass reads it even before

@@ -433,3 +433,51 @@ fn a_load_balancer_pass_reports_its_condition_and_not_the_dispatch() {
     assert_eq!(update.reported.load_balancer, Some(false));
     assert!(!update.retry);
 }
+
+/// `conclude`'s answer with every `lastTransitionTime` blanked, as comparable text.
+fn without_transition_times(update: &StatusUpdate) -> String {
+    let conditions = update.conditions.as_deref().map(|text| {
+        let mut values: Vec<Value> = serde_json::from_str(text).unwrap();
+        for v in &mut values {
+            v["lastTransitionTime"] = Value::Null;
+        }
+        values
+    });
+    format!(
+        "{conditions:?} {:?} {:?} {}",
+        update.events, update.reported, update.retry
+    )
+}
+
+#[test]
+fn the_time_of_a_pass_only_stamps_transition_times() {
+    // The host skips a pass whose input repeats that of a pass with nothing to write
+    // (host/src/controller/quiet.rs): that is sound only if `now` decides nothing else.
+    let failing = StatusBasis {
+        dispatch_failures: vec!["listing endpointslices in cluster m2: 404".into()],
+        incompatible: vec![incompatible("Provider", "m2")],
+        ..basis()
+    };
+    let invalid = StatusBasis {
+        invalid: Some("spec.types: Unsupported value".into()),
+        ..basis()
+    };
+    for basis in [basis(), failing, invalid] {
+        let first = conclude(&basis, &no_failures(), &current("[]"), None);
+        let written = first.conditions.clone().unwrap_or_else(|| "[]".into());
+        for (conditions, reported) in [("[]", None), (written.as_str(), Some(&first.reported))] {
+            let at = |now: &str| {
+                let status = StatusNow {
+                    now: now.into(),
+                    ..current(conditions)
+                };
+                conclude(&basis, &no_failures(), &status, reported)
+            };
+            let (early, late) = (at(NOW), at("2031-12-31T23:59:59Z"));
+            assert_eq!(
+                without_transition_times(&early),
+                without_transition_times(&late)
+            );
+        }
+    }
+}
