@@ -137,7 +137,7 @@ fn apply(
     body: &[u8],
 ) -> Result<(StatusCode, std::sync::Arc<Value>), ApiError> {
     let manager = fields::manager(Options::Apply, params.get("fieldManager"), None, None)?;
-    let config: Value = serde_yaml::from_slice(body)
+    let config: Value = super::body::from_yaml_text(body)
         .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?;
     if !config.is_object() {
         return Err(ApiError::bad_request(
