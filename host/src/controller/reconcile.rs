@@ -56,7 +56,14 @@ pub async fn reconcile(
         reported.as_ref(),
         stale_timeout_ms(ctx.stale_timeout),
     );
-    if remembered(ctx, &uid, |r| r.quiet) == Some(Some(input)) {
+    let repeated = |r: &mut Remembered| {
+        let same = r.quiet == Some(input);
+        if !same {
+            r.quiet = None;
+        }
+        same
+    };
+    if remembered(ctx, &uid, repeated) == Some(true) {
         ctx.metrics.skipped_quiet();
         return Ok(Report::default());
     }
