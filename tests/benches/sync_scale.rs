@@ -431,14 +431,7 @@ fn print_requests_per_write(requests: &[Request], writes: usize) {
     let reads = requests.iter().filter(|r| r.is_read()).count();
     let written = requests.iter().filter(|r| r.is_write()).count();
     let controller_writes = written.saturating_sub(writes);
-    let mut by_kind: HashMap<String, usize> = HashMap::new();
-    for r in requests.iter().filter(|r| r.verb != "watch") {
-        *by_kind
-            .entry(format!("{} {}", r.verb, r.resource))
-            .or_default() += 1;
-    }
-    let mut kinds: Vec<_> = by_kind.into_iter().collect();
-    kinds.sort();
+    let kinds = by_kind(requests.iter().filter(|r| r.verb != "watch"));
     println!(
         "API requests per write (all clusters): {:.2} reads, {:.2} controller writes (+1 the bench's PUT); in all: {kinds:?}",
         reads as f64 / writes as f64,
@@ -450,18 +443,24 @@ fn print_requests_per_write(requests: &[Request], writes: usize) {
 /// (watches included: one per watch opened). kube-sim logs what a real server's authorizer is
 /// asked, so an apply that creates its object counts twice: `patch` and `create`.
 fn print_requests_by_kind(requests: &[Request]) {
-    let mut by_kind: HashMap<String, usize> = HashMap::new();
+    println!(
+        "API authorization checks (all clusters; an apply that creates is checked as patch and create): {} in all: {:?}",
+        requests.len(),
+        by_kind(requests.iter())
+    );
+}
+
+/// How many of `requests` there are of each verb and resource, sorted.
+fn by_kind<'a>(requests: impl Iterator<Item = &'a Request>) -> Vec<(String, usize)> {
+    let mut counts: HashMap<String, usize> = HashMap::new();
     for r in requests {
-        *by_kind
+        *counts
             .entry(format!("{} {}", r.verb, r.resource))
             .or_default() += 1;
     }
-    let mut kinds: Vec<_> = by_kind.into_iter().collect();
+    let mut kinds: Vec<_> = counts.into_iter().collect();
     kinds.sort();
-    println!(
-        "API authorization checks (all clusters; an apply that creates is checked as patch and create): {} in all: {kinds:?}",
-        requests.len()
-    );
+    kinds
 }
 
 /// Consumers of an MCS whose provider is `provider`: every other member.

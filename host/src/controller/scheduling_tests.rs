@@ -18,32 +18,42 @@ use tokio::time::{Duration, Instant};
 
 use super::read::mcs_resource;
 
+/// The sender of a scheduler's requests: the scheduler ends when it is dropped.
+type Requests = mpsc::UnboundedSender<ScheduleRequest<&'static str>>;
+
+/// kube-runtime's scheduler, given a request for the message `"a"` due `after` each of these
+/// durations from now, and the sender of its requests. "Now" is taken after the scheduler
+/// exists: a request due before its timer started would come out at once, patched or not.
+fn scheduler_given(
+    after: &[Duration],
+) -> (
+    Requests,
+    impl futures::Stream<Item = &'static str> + Unpin + use<>,
+) {
+    let (requests, incoming) = mpsc::unbounded();
+    let scheduler = scheduler(incoming);
+    for after in after {
+        let request = ScheduleRequest {
+            message: "a",
+            run_at: Instant::now() + *after,
+        };
+        requests.unbounded_send(request).unwrap();
+    }
+    (requests, scheduler)
+}
+
+const NOW: Duration = Duration::ZERO;
+const IN_AN_HOUR: Duration = Duration::from_secs(3600);
+
 #[tokio::test(flavor = "current_thread")]
 async fn a_request_due_now_is_emitted_on_the_first_poll() {
-    let (requests, incoming) = mpsc::unbounded();
-    let mut scheduler = scheduler(incoming);
-    requests
-        .unbounded_send(ScheduleRequest {
-            message: "a",
-            run_at: Instant::now(),
-        })
-        .unwrap();
+    let (_requests, mut scheduler) = scheduler_given(&[NOW]);
     assert_eq!(scheduler.next().now_or_never(), Some(Some("a")));
 }
 
 #[tokio::test(flavor = "current_thread")]
 async fn a_request_due_now_replaces_the_same_message_scheduled_later() {
-    let (requests, incoming) = mpsc::unbounded();
-    let mut scheduler = scheduler(incoming);
-    let later = Instant::now() + Duration::from_secs(3600);
-    for run_at in [later, Instant::now()] {
-        requests
-            .unbounded_send(ScheduleRequest {
-                message: "a",
-                run_at,
-            })
-            .unwrap();
-    }
+    let (_requests, mut scheduler) = scheduler_given(&[IN_AN_HOUR, NOW]);
     assert_eq!(scheduler.next().now_or_never(), Some(Some("a")));
     // Emitted once: the copy for later is gone with it.
     assert_eq!(scheduler.next().now_or_never(), None);
@@ -51,14 +61,7 @@ async fn a_request_due_now_replaces_the_same_message_scheduled_later() {
 
 #[tokio::test(flavor = "current_thread")]
 async fn a_request_for_later_still_waits() {
-    let (requests, incoming) = mpsc::unbounded();
-    let mut scheduler = scheduler(incoming);
-    requests
-        .unbounded_send(ScheduleRequest {
-            message: "a",
-            run_at: Instant::now() + Duration::from_secs(3600),
-        })
-        .unwrap();
+    let (_requests, mut scheduler) = scheduler_given(&[IN_AN_HOUR]);
     assert_eq!(scheduler.next().now_or_never(), None);
 }
 
