@@ -26,7 +26,7 @@ use super::snapshot;
 use super::status::{StatusError, set_status};
 use super::writes::{Written, write_all};
 use crate::engine::convert;
-use crate::engine::types::{FinalizerChange, PassDecision, StatusNow, StatusUpdate};
+use crate::engine::types::{FinalizerChange, PassDecision, Reported, StatusNow, StatusUpdate};
 
 /// A failure that stops the pass for this MCS (the hub side: read, decide, finalizer, status).
 #[derive(Debug, thiserror::Error)]
@@ -86,7 +86,7 @@ pub async fn reconcile(
         remember_write(ctx, released.as_ref());
     }
     let mcs = current.as_ref().unwrap_or(mcs);
-    let update = conclude(ctx, mcs, &uid, &decision, &written).await?;
+    let update = conclude(ctx, mcs, reported.clone(), &decision, &written).await?;
     let nothing_to_write = may_be_quiet
         && nothing_decided(&decision)
         && written.services.is_empty()
@@ -129,11 +129,12 @@ fn remember_write(ctx: &Context, written: Option<&DynamicObject>) {
     }
 }
 
-/// Asks the component how the pass ends, given what its writes did.
+/// Asks the component how the pass ends, given what its writes did and what the Events
+/// reported last (`reported`, as the pass read it: also part of its fingerprint).
 async fn conclude(
     ctx: &Context,
     mcs: &DynamicObject,
-    uid: &str,
+    reported: Option<Reported>,
     decision: &PassDecision,
     written: &Written,
 ) -> Result<StatusUpdate, DecideError> {
@@ -151,11 +152,6 @@ async fn conclude(
         generation: mcs.metadata.generation,
         now,
     };
-    let reported = ctx
-        .remembered
-        .lock()
-        .ok()
-        .and_then(|m| m.get(uid).and_then(|r| r.reported.clone()));
     ctx.decider
         .conclude(
             &object_name(mcs),
@@ -192,7 +188,7 @@ async fn report_events(
     mcs: &DynamicObject,
     uid: &str,
     events: Vec<crate::engine::types::EventNote>,
-    reported: crate::engine::types::Reported,
+    reported: Reported,
 ) {
     let mut written = true;
     for note in &events {
