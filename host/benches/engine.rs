@@ -332,15 +332,28 @@ fn measure_decide(
     (wasm, native)
 }
 
+/// The pass's slice tables and each member's `member-slices`, the member holding `held` of
+/// what `read` lists for it.
+fn member_slices(
+    read: &[(String, Vec<EndpointSlice>)],
+    held: impl Fn(&[EndpointSlice]) -> Vec<EndpointSlice>,
+) -> (
+    PassSlices<EndpointSlice>,
+    Vec<(String, types::MemberSlices)>,
+) {
+    let mut slices = PassSlices::new();
+    let states = read
+        .iter()
+        .map(|(m, list)| (m.clone(), slices.read(m, held(list))))
+        .collect();
+    (slices, states)
+}
+
 /// The rows of `decide` over the pass `read`: the pass, and the same pass with an MCS that does
 /// not decode (the component answers at once: what is left is the cost of crossing into it).
 /// Both sides make the copies the answer asks for (none at rest) with the host's assembly.
 fn decide_rows(engine: &PolicyEngine, read: &[(String, Vec<EndpointSlice>)], variant: &str) {
-    let mut slices = PassSlices::new();
-    let states: Vec<(String, types::MemberSlices)> = read
-        .iter()
-        .map(|(m, list)| (m.clone(), slices.read(m, list.clone())))
-        .collect();
+    let (slices, states) = member_slices(read, |list| list.to_vec());
     let (h_pass, h_settings) = pass_input!(mcs_policy::engine::types, &slices, &states);
     let (g_pass, g_settings) = pass_input!(guest, &slices, &states);
     let decision = engine.decide(&h_pass, h_settings, BUDGET).unwrap().unwrap();
@@ -381,11 +394,8 @@ fn decide_rows(engine: &PolicyEngine, read: &[(String, Vec<EndpointSlice>)], var
 /// `decide` over the pass `read` before any copy was made (every member holds its own slices
 /// only): 760 copies to make, which both sides make from their source slices as the host does.
 fn decide_cold_row(engine: &PolicyEngine, read: &[(String, Vec<EndpointSlice>)]) {
-    let mut slices = PassSlices::new();
-    let states: Vec<(String, types::MemberSlices)> = read
-        .iter()
-        .map(|(m, list)| (m.clone(), slices.read(m, list[list.len() - 2..].to_vec())))
-        .collect();
+    // Each member's own two slices, the last of its list: no copy yet.
+    let (slices, states) = member_slices(read, |list| list[list.len() - 2..].to_vec());
     let (h_pass, h_settings) = pass_input!(mcs_policy::engine::types, &slices, &states);
     let (g_pass, g_settings) = pass_input!(guest, &slices, &states);
     let decision = engine.decide(&h_pass, h_settings, BUDGET).unwrap().unwrap();
