@@ -700,6 +700,12 @@ async fn counter(fleet: &Fleet, name: &str) -> f64 {
     metric(&fleet.metrics().await, name).unwrap_or(0.0)
 }
 
+/// How often the benchmark reads the controller's metrics while it waits for a resync. Each
+/// read costs the controller ~0.2 ms of CPU (the text encoding and `mallinfo2` over a 100 MB
+/// heap): ~0.1 s over a 30 s window, so the idle rate is taken at the same cadence and the
+/// subtraction takes them out of the resync's own CPU.
+const RESYNC_POLL: Duration = Duration::from_millis(50);
+
 /// Waits until the resync counter moves past `passes`, then until the reconciles counter has
 /// not moved for a second; `None` after `limit`.
 async fn await_resync_done(fleet: &Fleet, passes: f64, limit: Duration) -> Option<()> {
@@ -708,7 +714,7 @@ async fn await_resync_done(fleet: &Fleet, passes: f64, limit: Duration) -> Optio
         if Instant::now() > deadline {
             return None;
         }
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        tokio::time::sleep(RESYNC_POLL).await;
     }
     let mut last = counter(fleet, "mcs_policy_sync_reconciles_total").await;
     loop {
@@ -724,14 +730,25 @@ async fn await_resync_done(fleet: &Fleet, passes: f64, limit: Duration) -> Optio
     }
 }
 
+/// The controller's CPU-seconds per second over `span` with nothing to do, its metrics read
+/// every [`RESYNC_POLL`] as while a resync is awaited.
+async fn idle_rate(fleet: &Fleet, pid: u32, span: Duration) -> f64 {
+    let (start, from) = (Instant::now(), cpu_seconds(pid));
+    while start.elapsed() < span {
+        counter(fleet, "mcs_policy_sync_passes_total").await;
+        tokio::time::sleep(RESYNC_POLL).await;
+    }
+    (cpu_seconds(pid) - from) / start.elapsed().as_secs_f64()
+}
+
 /// One `--resync-interval` window holding one resync of every MCS, nothing changed: its
 /// requests and CPU.
 async fn resync_at_rest(fleet: &Fleet, pid: u32, mcs: usize, limit: Duration) -> Option<ResyncRow> {
     let passes = counter(fleet, "mcs_policy_sync_passes_total").await;
     await_resync_done(fleet, passes, limit).await?;
-    let idle_from = cpu_seconds(pid);
-    tokio::time::sleep(Duration::from_secs(3)).await;
-    let idle_rate = (cpu_seconds(pid) - idle_from) / 3.0;
+    // 10 s: /proc counts CPU in 10 ms ticks, so a tick more or less moves the rate by 0.001
+    // s/s and the resync's own CPU by ~0.03 s (over 3 s, by ~0.09 s).
+    let idle_rate = idle_rate(fleet, pid, Duration::from_secs(10)).await;
     let passes = counter(fleet, "mcs_policy_sync_passes_total").await;
     let reconciles = counter(fleet, "mcs_policy_sync_reconciles_total").await;
     let quiet = counter(fleet, "mcs_policy_sync_quiet_reconciles_total").await;
