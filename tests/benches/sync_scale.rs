@@ -122,8 +122,13 @@ async fn main() {
     }
 }
 
+/// The cores this process may run on.
+fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
 fn print_machine() {
-    let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let cpus = cores();
     let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
     let mem_kib = proc_field(&meminfo, "MemTotal").unwrap_or(0);
     let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
@@ -213,6 +218,11 @@ impl Fleet {
 
     fn controller_pid(&self) -> u32 {
         self.controller.as_ref().expect("controller started").0.id()
+    }
+
+    /// The CPU-seconds every kube-sim of the fleet has spent so far.
+    fn sims_cpu(&self) -> f64 {
+        self.sims.iter().map(|s| cpu_seconds(s.0.id())).sum()
     }
 
     fn member_url(&self, index: usize) -> &str {
@@ -391,7 +401,11 @@ async fn latency(settings: &Settings, members: usize) {
     tokio::time::sleep(Duration::from_secs(1)).await;
     let before = fleet.metrics().await;
     fleet.clear_request_logs().await;
-    let cpu_before = cpu_seconds(fleet.controller_pid());
+    let (cpu_before, sims_before, bench_before) = (
+        cpu_seconds(fleet.controller_pid()),
+        fleet.sims_cpu(),
+        cpu_seconds(std::process::id()),
+    );
     let mut first = Vec::new();
     let mut last = Vec::new();
     let mut missed = 0;
@@ -406,6 +420,8 @@ async fn latency(settings: &Settings, members: usize) {
         }
     }
     let cpu = cpu_seconds(fleet.controller_pid()) - cpu_before;
+    let sims = fleet.sims_cpu() - sims_before;
+    let bench = cpu_seconds(std::process::id()) - bench_before;
     let after = fleet.metrics().await;
     let requests = fleet.request_logs().await;
     println!("(client side, from just before the PUT to the watch event on the consumer)");
@@ -417,9 +433,15 @@ async fn latency(settings: &Settings, members: usize) {
     print_histogram_delta(&before, &after);
     print_requests_per_write(&requests, settings.writes);
     let heap = metric(&after, "mcs_policy_sync_heap_bytes").unwrap_or(0.0);
+    let per_write = |seconds: f64| seconds * 1000.0 / settings.writes as f64;
     println!(
-        "controller CPU per write {:.2} ms; heap {:.1} MB",
-        cpu * 1000.0 / settings.writes as f64,
+        "controller CPU per write {:.2} ms (the {} kube-sims {:.2} ms, this benchmark {:.2} ms: on {} cores, {:.2} ms of wall at the least); heap {:.1} MB",
+        per_write(cpu),
+        fleet.sims.len(),
+        per_write(sims),
+        per_write(bench),
+        cores(),
+        per_write(cpu + sims + bench) / cores() as f64,
         heap / 1e6
     );
 }
@@ -598,6 +620,7 @@ struct ColdRow {
     hwm_kib: u64,
     rss_kib: u64,
     controller_cpu: f64,
+    /// The kube-sims' CPU from the controller's start (the preload is printed apart).
     sims_cpu: f64,
     /// This benchmark's own CPU over the same time (mostly its watches of the copies).
     bench_cpu: f64,
@@ -633,14 +656,19 @@ async fn cold_start(settings: &Settings, workers: u16) -> ColdRow {
     );
     fleet.ensure_namespace(ns).await;
     let started = Instant::now();
+    let sims_before = fleet.sims_cpu();
     preload(&fleet.http, preload_requests(&fleet, ns, &all, &["a", "b"])).await;
     let preload_time = started.elapsed();
-    println!("preloaded {} objects in {preload_time:.2?}", all.len() * 4);
+    println!(
+        "preloaded {} objects in {preload_time:.2?} (kube-sims' CPU {:.1} s)",
+        all.len() * 4,
+        fleet.sims_cpu() - sims_before
+    );
     let mut missing = expected_copies(&fleet, &all);
     let expected: usize = missing.iter().map(HashSet::len).sum();
     let mut events = fleet.watch_copies(ns).await;
     fleet.clear_request_logs().await;
-    let bench_cpu = cpu_seconds(std::process::id());
+    let (bench_cpu, sims_cpu) = (cpu_seconds(std::process::id()), fleet.sims_cpu());
     fleet.start_controller(workers, settings);
     let pid = fleet.controller_pid();
     let start = Instant::now();
@@ -670,7 +698,7 @@ async fn cold_start(settings: &Settings, workers: u16) -> ColdRow {
     );
     tokio::time::sleep(Duration::from_secs(2)).await;
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    let sims_cpu = fleet.sims.iter().map(|s| cpu_seconds(s.0.id())).sum();
+    let sims_cpu = fleet.sims_cpu() - sims_cpu;
     let row = ColdRow {
         workers,
         preload: preload_time,
@@ -894,13 +922,15 @@ fn print_cold_details(fleet: &Fleet, row: &ColdRow, elapsed: Duration) {
     let log = std::fs::read_to_string(fleet.log_path()).unwrap_or_default();
     let warnings = log.lines().filter(|l| l.contains("WARN")).count();
     println!(
-        "controller: VmHWM {} MB, VmRSS {} MB; CPU {:.1} s (kube-sims {:.1} s, this benchmark's watches {:.1} s) over {:.1} s",
+        "controller: VmHWM {} MB, VmRSS {} MB; CPU {:.1} s (kube-sims {:.1} s, this benchmark's watches {:.1} s) over {:.1} s, all three from its start: on {} cores, {:.1} s of wall at the least",
         row.hwm_kib / 1024,
         row.rss_kib / 1024,
         row.controller_cpu,
         row.sims_cpu,
         row.bench_cpu,
-        elapsed.as_secs_f64()
+        elapsed.as_secs_f64(),
+        cores(),
+        (row.controller_cpu + row.sims_cpu + row.bench_cpu) / cores() as f64,
     );
     let cached: f64 = row
         .metrics
