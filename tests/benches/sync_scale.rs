@@ -775,7 +775,8 @@ async fn resync_at_rest(fleet: &Fleet, pid: u32, mcs: usize, limit: Duration) ->
     let passes = counter(fleet, "mcs_policy_sync_passes_total").await;
     await_resync_done(fleet, passes, limit).await?;
     // 10 s: /proc counts CPU in 10 ms ticks, so a tick more or less moves the rate by 0.001
-    // s/s and the resync's own CPU by ~0.03 s (over 3 s, by ~0.09 s).
+    // s/s and the resync's own CPU by ~0.03 s (over 3 s, by ~0.09 s). It must end before the
+    // next resync starts: `SYNC_BENCH_RESYNC` well above 10 s, as its default 30 s is.
     let idle_rate = idle_rate(fleet, pid, Duration::from_secs(10)).await;
     let passes = counter(fleet, "mcs_policy_sync_passes_total").await;
     let reconciles = counter(fleet, "mcs_policy_sync_reconciles_total").await;
