@@ -174,11 +174,9 @@ fn log_unknown(object: &str, decision: &PassDecision) {
 
 /// Remembers the load balancer entries the component said to keep for the next pass.
 fn remember_ingress(ctx: &Context, uid: &str, decision: &PassDecision) {
-    if let Ok(mut memory) = ctx.remembered.lock()
-        && let Some(remembered) = memory.get_mut(uid)
-    {
-        remembered.remember_ingress(decision.remember_ingress.clone());
-    }
+    remembered(ctx, uid, |r| {
+        r.remember_ingress(decision.remember_ingress.clone());
+    });
 }
 
 /// Emits the Events the component says are due; remembers what they report only when every
@@ -197,11 +195,8 @@ async fn report_events(
             written = false;
         }
     }
-    if written
-        && let Ok(mut memory) = ctx.remembered.lock()
-        && let Some(remembered) = memory.get_mut(uid)
-    {
-        remembered.reported = Some(reported);
+    if written {
+        remembered(ctx, uid, |r| r.reported = Some(reported));
     }
 }
 
