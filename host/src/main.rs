@@ -36,10 +36,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         }
         Command::Sync(sync) => {
             mcs_policy::malloc::tune();
-            let runtime = tokio::runtime::Builder::new_multi_thread()
-                .enable_all()
-                .build()
-                .context("starting the async runtime")?;
+            let runtime = sync_runtime(sync.runtime_threads)?;
             runtime.block_on(controller::run(*sync, mcs_policy::shutdown_signal()))?;
             Ok(())
         }
@@ -50,6 +47,21 @@ fn run(args: Args) -> anyhow::Result<()> {
         }
         Command::Component(c) => write_component(&c),
     }
+}
+
+/// The runtime of `mcs-policy sync`: one thread, or a pool of `threads` (`--runtime-threads`).
+fn sync_runtime(threads: u16) -> anyhow::Result<tokio::runtime::Runtime> {
+    let mut builder = if threads == 1 {
+        tokio::runtime::Builder::new_current_thread()
+    } else {
+        let mut pool = tokio::runtime::Builder::new_multi_thread();
+        pool.worker_threads(threads.into());
+        pool
+    };
+    builder
+        .enable_all()
+        .build()
+        .context("starting the async runtime")
 }
 
 fn run_eval(what: EvalCommand) -> anyhow::Result<()> {

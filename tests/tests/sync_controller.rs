@@ -223,7 +223,18 @@ async fn metrics_count_passes_and_applied_copies() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_provider_change_is_synced_by_the_watch_without_waiting_for_a_resync() {
     // The first resync tick fires at start; after that only watch events can trigger a pass.
-    let w = World::start_with("watch", "1h").await;
+    watch_carries_a_provider_slice_and_its_changes(World::start_with("watch", "1h").await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pool_of_runtime_threads_syncs_as_one_thread_does() {
+    let w = World::start_full("watch-pool", "1h", &["--runtime-threads", "3"], false).await;
+    watch_carries_a_provider_slice_and_its_changes(w).await;
+}
+
+/// A new provider slice, an update of it and its deletion reach the consumer member2 through
+/// the watches alone (`w` resyncs once an hour).
+async fn watch_carries_a_provider_slice_and_its_changes(w: World) {
     post(&w.http, &w.hub, MCS, &member1_to_member2()).await;
     w.await_dispatched("True", "successfully").await;
 

@@ -62,6 +62,14 @@ pub struct SyncArgs {
     #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..), value_name = "N")]
     pub workers: u16,
 
+    /// Threads that run the controller's watches, requests and passes. With 1 (the default)
+    /// they share one thread: the controller mostly waits on its API servers, and one thread
+    /// spent 20-30% less CPU per write than a pool of two in the sync benchmark (no hand-offs
+    /// between threads; BENCHMARKS.md). More threads suit fleets whose passes keep a whole core
+    /// busy. Policy calls that outlast their inline slice run on a separate pool either way.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=1024), value_name = "N")]
+    pub runtime_threads: u16,
+
     /// Longest wait for one API request to a cluster, including retries after 429/503
     /// `Retry-After` answers; a member that does not answer in time fails its step.
     #[arg(long, default_value = "10s", value_parser = parse_positive_duration, value_name = "DURATION")]

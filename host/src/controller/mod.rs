@@ -116,7 +116,12 @@ async fn start_and_sync(
     health: &Arc<Health>,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), SyncError> {
-    let engine = args.engine.load()?;
+    // Compiling the component takes ~1 s of CPU: off the runtime's thread (the only one by
+    // default), so the probes answer meanwhile.
+    let engine_args = args.engine.clone();
+    let engine = tokio::task::spawn_blocking(move || engine_args.load())
+        .await
+        .unwrap_or_else(|failed| std::panic::resume_unwind(failed.into_panic()))?;
     let client_options = ClientOptions {
         request_timeout: args.request_timeout,
     };
