@@ -33,7 +33,7 @@ use tests::sync::{
     free_addr, get, mcs_of, mcs_path, metric, native_slice_of, post, put, resource_requests,
     service_of, services_path, slices_path, start_clusters, watch, write_kubeconfig,
 };
-use tests::{KillOnDrop, binary};
+use tests::{KillOnDrop, binary, cpu_seconds};
 use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 
 /// Requests in flight while preloading.
@@ -1003,19 +1003,4 @@ fn print_cold_table(settings: &Settings, rows: &[ColdRow]) {
 fn proc_field(text: &str, key: &str) -> Option<u64> {
     let line = text.lines().find(|l| l.starts_with(&format!("{key}:")))?;
     line.split_whitespace().nth(1)?.parse().ok()
-}
-
-/// User + system CPU seconds of process `pid` so far (/proc/PID/stat, 100 ticks a second).
-fn cpu_seconds(pid: u32) -> f64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    // Fields after the `(comm)`: state is field 3, utime 14, stime 15.
-    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let ticks = |i: usize| {
-        fields
-            .get(i)
-            .and_then(|f| f.parse::<f64>().ok())
-            .unwrap_or(0.0)
-    };
-    (ticks(11) + ticks(12)) / 100.0
 }

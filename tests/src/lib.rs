@@ -103,3 +103,19 @@ pub fn kube_sim_with(name: &str, extra: &[&str]) -> (KillOnDrop, String) {
     std::thread::spawn(move || for _ in lines {});
     (KillOnDrop(child), url)
 }
+
+/// User + system CPU seconds of process `pid` so far (/proc/PID/stat, 100 ticks a second); 0
+/// when it cannot be read.
+pub fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the `(comm)`: state is field 3, utime 14, stime 15.
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    (ticks(11) + ticks(12)) / 100.0
+}
