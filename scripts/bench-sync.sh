@@ -11,6 +11,7 @@
 #   SYNC_BENCH_PHASES [latency,cold]  SYNC_BENCH_LOG [info] (the controller's RUST_LOG)
 #   SYNC_BENCH_LATENCY_MEMBERS takes a list (2,9,20: one latency run per size)
 #   SYNC_BENCH_BIN [target/release/mcs-policy]: the controller binary (compare builds)
+#   SYNC_BENCH_ARGS []: more `mcs-policy sync` flags (compare settings, e.g. --runtime-threads 2)
 # e.g. a quick run: SYNC_BENCH_MEMBERS=5 SYNC_BENCH_MCS=100 SYNC_BENCH_WORKERS=8 scripts/bench-sync.sh
 # Extra arguments go to `cargo bench`.
 set -euo pipefail

@@ -66,6 +66,9 @@ struct Settings {
     log: String,
     /// `SYNC_BENCH_BIN`: the `mcs-policy` binary to run (default: the workspace's).
     bin: PathBuf,
+    /// `SYNC_BENCH_ARGS`: more flags for `mcs-policy sync`, split at spaces (none), to compare
+    /// settings side by side (e.g. `--runtime-threads 2`).
+    args: Vec<String>,
 }
 
 impl Settings {
@@ -99,6 +102,10 @@ impl Settings {
             log: var("SYNC_BENCH_LOG", "info"),
             bin: std::env::var_os("SYNC_BENCH_BIN")
                 .map_or_else(|| binary("mcs-policy"), PathBuf::from),
+            args: var("SYNC_BENCH_ARGS", "")
+                .split_whitespace()
+                .map(str::to_string)
+                .collect(),
         }
     }
 }
@@ -107,7 +114,11 @@ impl Settings {
 async fn main() {
     let settings = Settings::from_env();
     print_machine();
-    println!("controller: {}", settings.bin.display());
+    println!(
+        "controller: {} {}",
+        settings.bin.display(),
+        settings.args.join(" ")
+    );
     if settings.phases.contains("latency") {
         for &members in &settings.latency_members {
             latency(&settings, members).await;
@@ -204,6 +215,7 @@ impl Fleet {
             .args(["--hub", "hub", "--metrics-listen", &self.metrics])
             .args(["--workers", &workers.to_string()])
             .args(["--resync-interval", &settings.resync])
+            .args(&settings.args)
             .env("RUST_LOG", &settings.log)
             .stdout(Stdio::null())
             .stderr(log)
