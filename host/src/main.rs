@@ -36,7 +36,8 @@ fn run(args: Args) -> anyhow::Result<()> {
         }
         Command::Sync(sync) => {
             mcs_policy::malloc::tune();
-            let runtime = sync_runtime(sync.runtime_threads)?;
+            let runtime = controller::tokio_runtime(sync.runtime_threads)
+                .context("starting the async runtime")?;
             runtime.block_on(controller::run(*sync, mcs_policy::shutdown_signal()))?;
             Ok(())
         }
@@ -47,21 +48,6 @@ fn run(args: Args) -> anyhow::Result<()> {
         }
         Command::Component(c) => write_component(&c),
     }
-}
-
-/// The runtime of `mcs-policy sync`: one thread, or a pool of `threads` (`--runtime-threads`).
-fn sync_runtime(threads: u16) -> anyhow::Result<tokio::runtime::Runtime> {
-    let mut builder = if threads == 1 {
-        tokio::runtime::Builder::new_current_thread()
-    } else {
-        let mut pool = tokio::runtime::Builder::new_multi_thread();
-        pool.worker_threads(threads.into());
-        pool
-    };
-    builder
-        .enable_all()
-        .build()
-        .context("starting the async runtime")
 }
 
 fn run_eval(what: EvalCommand) -> anyhow::Result<()> {

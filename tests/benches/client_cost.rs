@@ -26,7 +26,9 @@ use k8s_openapi::api::discovery::v1::EndpointSlice;
 use mcs_policy::clusters::{ClientOptions, build_client};
 use mcs_policy::controller::apply::apply_copy;
 use mcs_policy::controller::cache::watched::WatchedSlice;
+use mcs_policy::controller::tokio_runtime;
 use serde_json::json;
+use tests::sync::ensure_namespace;
 use tests::{cpu_seconds, kube_sim};
 
 const IN_FLIGHT: usize = 8;
@@ -63,11 +65,11 @@ fn main() {
     println!("| --- | --- | --- | --- | --- | --- |");
     for round in 0..=rounds {
         for threads in [1, 2] {
-            let runtime = runtime(threads);
+            let runtime = tokio_runtime(threads).expect("a tokio runtime");
             let clients = runtime.block_on(async { connect(&url).await });
             for path in [Path::Kube, Path::Bare] {
                 // Every row changes every slice, so each apply is a real update.
-                let generation = round * 4 + threads * 2 + path as usize;
+                let generation = round * 4 + usize::from(threads) * 2 + path as usize;
                 let (client0, sim0, start) = (
                     cpu_seconds(std::process::id()),
                     cpu_seconds(sim_pid),
@@ -106,28 +108,11 @@ fn env_number(name: &str, default: usize) -> usize {
         .unwrap_or(default)
 }
 
-fn runtime(threads: usize) -> tokio::runtime::Runtime {
-    let mut builder = if threads == 1 {
-        tokio::runtime::Builder::new_current_thread()
-    } else {
-        let mut pool = tokio::runtime::Builder::new_multi_thread();
-        pool.worker_threads(threads);
-        pool
-    };
-    builder.enable_all().build().expect("a tokio runtime")
-}
-
 /// Both clients of the kube-sim at `url`, its namespace `bench` in place.
 async fn connect(url: &str) -> Clients {
     let config = kube::Config::new(url.parse().expect("kube-sim's URL"));
     let kube = build_client(config, &ClientOptions::default()).expect("kube's client");
-    let namespaces: kube::Api<k8s_openapi::api::core::v1::Namespace> = kube::Api::all(kube.clone());
-    let namespace = serde_json::from_value(json!({"metadata": {"name": NAMESPACE}})).unwrap();
-    match namespaces.create(&Default::default(), &namespace).await {
-        Ok(_) => {}
-        Err(kube::Error::Api(status)) if status.code == 409 => {}
-        Err(e) => panic!("creating namespace {NAMESPACE}: {e}"),
-    }
+    ensure_namespace(&reqwest::Client::new(), url, NAMESPACE).await;
     Clients {
         url: url.to_string(),
         kube,

@@ -90,6 +90,19 @@ pub struct Context {
     pub triggers: triggers::Triggers,
 }
 
+/// The tokio runtime `sync` runs on: one thread (`threads` 1, `--runtime-threads`' default:
+/// see docs/architecture.md, "Threads") or a pool of `threads`.
+pub fn tokio_runtime(threads: u16) -> std::io::Result<tokio::runtime::Runtime> {
+    let mut builder = if threads == 1 {
+        tokio::runtime::Builder::new_current_thread()
+    } else {
+        let mut pool = tokio::runtime::Builder::new_multi_thread();
+        pool.worker_threads(threads.into());
+        pool
+    };
+    builder.enable_all().build()
+}
+
 /// Runs the controller until `shutdown` resolves. The metrics and probes server starts first,
 /// so `/healthz` answers while the component loads.
 pub async fn run(args: SyncArgs, shutdown: impl Future<Output = ()>) -> Result<(), SyncError> {
