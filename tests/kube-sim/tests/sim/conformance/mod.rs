@@ -2,9 +2,10 @@
 //! described in kube-sim's README), replayed against kube-sim, must get the same status code
 //! and the same body, placeholders aside, unless [`exceptions`] names the step with a reason.
 //!
-//! The transcripts are data kept outside this repository: the test reads them from
-//! `$KUBE_SIM_TRANSCRIPTS`, by default `../shared/k8s-1.36` beside the repository, and fails
-//! with a message saying so when there is no such folder. `KUBE_SIM_CONFORMANCE_ONLY=08,10`
+//! The transcripts live in this repository, byte for byte as recorded, in
+//! `tests/kube-sim/recorded/k8s-1.36/`: the test reads them from there, or from
+//! `$KUBE_SIM_TRANSCRIPTS` when it is set, and fails with a message saying so when there is no
+//! such folder. `KUBE_SIM_CONFORMANCE_ONLY=08,10`
 //! replays only the files whose names start with those prefixes.
 //! `KUBE_SIM_CONFORMANCE_IGNORE=managedFields,ports` leaves the object keys named out of the
 //! comparison on both sides, wherever they appear: a development aid while those parts are
@@ -52,7 +53,7 @@ fn transcripts_dir() -> PathBuf {
     if let Some(dir) = std::env::var_os("KUBE_SIM_TRANSCRIPTS") {
         return PathBuf::from(dir);
     }
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/k8s-1.36")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("recorded/k8s-1.36")
 }
 
 fn load_transcripts() -> Vec<Transcript> {
