@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh clone: `scripts/test.sh`. CI runs exactly this (.ci/run).
-# It installs what the tests need when it is missing (the wasm target, the wasmtime CLI, npm
+# It installs what the tests need when it is missing (the wasm target, the wasmtime CLI, helm and
+# kubectl, npm
 # packages for the JavaScript host), so nothing has to be set up by hand. Each step prints its
 # wall and CPU time as it ends, and a table of all steps closes the run, also when a step fails.
 set -euo pipefail
@@ -58,12 +59,14 @@ step "wasmtime CLI of the wasmtime crate's major version (scripts/wasmtime-cli.s
 wasmtime_dir=$(scripts/wasmtime-cli.sh)
 "$wasmtime_dir/wasmtime" --version
 
-if ! command -v kubectl >/dev/null; then
-  step "installing kubectl (kubernetes-client) for the kube-sim tests"
-  if command -v apt-get >/dev/null; then
-    (apt-get update -qq && apt-get install -y -qq kubernetes-client) || true
-  fi
-fi
+step "helm v4 and kubectl 1.36 (scripts/k8s-tools.sh)"
+k8s_tools_dir=$(scripts/k8s-tools.sh)
+"$k8s_tools_dir/helm" version --short
+"$k8s_tools_dir/kubectl" version --client
+
+step "Helm chart: lint and render (policies/deploy is what the chart renders)"
+"$k8s_tools_dir/helm" lint --strict policies/chart/mcs-policy
+PATH="$k8s_tools_dir:$PATH" scripts/render-deploy.sh --check
 
 step "-p mcs-policy and --workspace resolve the same features (scripts/check-features.sh)"
 scripts/check-features.sh
@@ -76,7 +79,7 @@ step "build every binary (the tests run the real ones)"
 cargo build --workspace --bins --examples --locked
 
 step "unit, doc and integration tests"
-PATH="$wasmtime_dir:$PATH" cargo test --workspace --locked
+PATH="$k8s_tools_dir:$wasmtime_dir:$PATH" cargo test --workspace --locked
 
 # The binary the README runs (`cargo run --release -p mcs-policy`), so it starts at once after
 # the suite, checked against the fixtures over HTTP/1.1 and h2. The profile-guided build that
