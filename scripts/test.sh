@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh clone: `scripts/test.sh`. CI runs exactly this (.ci/run).
 # It installs what the tests need when it is missing (the wasm target, the wasmtime CLI, helm and
-# kubectl, npm
-# packages for the JavaScript host), so nothing has to be set up by hand. Each step prints its
+# kubectl, npm packages for the JavaScript host), so nothing has to be set up by hand. Each step prints its
 # wall and CPU time as it ends, and a table of all steps closes the run, also when a step fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
