@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh clone: `scripts/test.sh`. CI runs exactly this (.ci/run).
 # It installs what the tests need when it is missing (the wasm target, the wasmtime CLI, helm and
-# kubectl, npm packages for the JavaScript host), so nothing has to be set up by hand. Each step prints its
-# wall and CPU time as it ends, and a table of all steps closes the run, also when a step fails.
+# kubectl, podman for the container image, npm packages for the JavaScript host), so nothing has
+# to be set up by hand. Each step prints its wall and CPU time as it ends, and a table of all
+# steps closes the run, also when a step fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -77,16 +78,33 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 step "build every binary (the tests run the real ones)"
 cargo build --workspace --bins --examples --locked
 
-step "unit, doc and integration tests"
-PATH="$k8s_tools_dir:$wasmtime_dir:$PATH" cargo test --workspace --locked
-
 # The binary the README runs (`cargo run --release -p mcs-policy`), so it starts at once after
 # the suite, checked against the fixtures over HTTP/1.1 and h2. The profile-guided build that
 # ships (scripts/build-release.sh: two more release builds) runs the same check on its own
-# binary, where it is built: the container image, the webhook benchmarks.
+# binary, where it is built: the Dockerfile's image, the webhook benchmarks. Built before the
+# tests because the container image is made from it and tests/tests/image.rs runs that image.
 step "release build of mcs-policy, its answers checked against the fixtures"
 cargo build --release -p mcs-policy --locked
 "$target/debug/examples/pgo_workload" --server "$target/release/mcs-policy" --check --rounds 2
+
+# The image (scripts/build-image.sh: the Dockerfile's final stage over this release binary, in
+# seconds, offline), run by tests/tests/image.rs in the test step as a Pod runs it (podman,
+# runc). Debian's packages, when missing.
+if ! command -v podman >/dev/null || ! command -v runc >/dev/null; then
+  step "installing podman, buildah and runc for the container image test"
+  if command -v apt-get >/dev/null; then
+    (apt-get update -qq && apt-get install -y -qq podman buildah runc) || true
+  fi
+fi
+step "container image from the release binary (scripts/build-image.sh)"
+release_binary=$(realpath "$target/release/mcs-policy")
+image_built=$(scripts/build-image.sh "$release_binary")
+echo "$image_built"
+MCS_POLICY_IMAGE=$(sed -n 's/^built \([^ ]*\) .*/\1/p' <<<"$image_built")
+export MCS_POLICY_IMAGE MCS_POLICY_IMAGE_BINARY=$release_binary
+
+step "unit, doc and integration tests (tests/tests/image.rs runs the image)"
+PATH="$k8s_tools_dir:$wasmtime_dir:$PATH" cargo test --workspace --locked
 
 step "JavaScript host (jco) against mcs-policy eval"
 (
