@@ -77,7 +77,10 @@ sed "s|^$copy\$|COPY rootfs/ /|" "$context/stage" >"$context/Containerfile"
   --iidfile "$context/iid" -t "$tag" -f "$context/Containerfile" "$context" >/dev/null
 
 id=$(cat "$context/iid")
-size=$(podman image inspect --format '{{.Size}}' "$id" 2>/dev/null \
-  || buildah inspect --format '{{.ImageSize}}' "$id" 2>/dev/null || echo '?')
+if [ "${build[0]}" = podman ]; then
+  size="$(podman image inspect --format '{{.Size}}' "$id") bytes"
+else
+  size=$(buildah images --format '{{.Size}}' "$id")
+fi
 echo "built $tag from $binary ($version_line)"
-echo "image id ${id#sha256:}, size $size bytes"
+echo "image id ${id#sha256:}, size $size"
