@@ -15,6 +15,39 @@ mod build_wasm;
 use std::env;
 use std::path::PathBuf;
 
+/// Sets `MCS_POLICY_COMMIT` for `--version` and the `build_info` metric: the environment's
+/// `MCS_POLICY_COMMIT` when set (an image build without `.git`), else `git rev-parse HEAD` of
+/// the checkout (12 hex digits), else `unknown`. Reruns when HEAD moves (not on every change
+/// of the work tree: that would rebuild the crate at every `git add`).
+fn embed_commit(root: &std::path::Path) {
+    println!("cargo:rerun-if-env-changed=MCS_POLICY_COMMIT");
+    let git = root.join(".git");
+    let head = std::fs::read_to_string(git.join("HEAD")).unwrap_or_default();
+    let mut watched = vec![git.join("HEAD"), git.join("packed-refs")];
+    if let Some(reference) = head.trim().strip_prefix("ref: ") {
+        watched.push(git.join(reference));
+    }
+    for path in watched.iter().filter(|p| p.exists()) {
+        println!("cargo:rerun-if-changed={}", path.display());
+    }
+    let run = |args: &[&str]| {
+        std::process::Command::new("git")
+            .arg("-C")
+            .arg(root)
+            .args(args)
+            .output()
+            .ok()
+            .filter(|out| out.status.success())
+            .map(|out| String::from_utf8_lossy(&out.stdout).trim().to_string())
+    };
+    let commit = env::var("MCS_POLICY_COMMIT")
+        .ok()
+        .filter(|c| !c.is_empty())
+        .or_else(|| run(&["rev-parse", "--short=12", "HEAD"]))
+        .unwrap_or_else(|| "unknown".to_string());
+    println!("cargo:rustc-env=MCS_POLICY_COMMIT={commit}");
+}
+
 fn main() {
     let manifest_dir = PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR"));
     let root = manifest_dir
@@ -22,6 +55,7 @@ fn main() {
         .expect("host/ lives in the workspace")
         .to_path_buf();
     let out = PathBuf::from(env::var("OUT_DIR").expect("OUT_DIR")).join("mcs_policy.wasm");
+    embed_commit(&root);
 
     println!("cargo:rerun-if-env-changed=MCS_POLICY_PREBUILT_COMPONENT");
     if let Ok(prebuilt) = env::var("MCS_POLICY_PREBUILT_COMPONENT") {

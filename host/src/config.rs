@@ -12,6 +12,7 @@ use crate::controller::SyncArgs;
 use crate::eval::EvalArgs;
 use crate::manifests::ManifestsArgs;
 use crate::webhook::ServeArgs;
+pub use crate::webhook::managed::UnregisterArgs;
 
 /// Karmada MultiClusterService admission webhook and endpoint sync, driven by one WebAssembly
 /// policy component.
@@ -20,7 +21,7 @@ use crate::webhook::ServeArgs;
 /// EndpointSlices may a consumer cluster see) is taken by the policy component embedded in this
 /// binary (or the one given with --component). This program reads, calls it, and writes.
 #[derive(Debug, Parser)]
-#[command(name = "mcs-policy", version, propagate_version = true)]
+#[command(name = "mcs-policy", version = crate::build_info::LONG_VERSION, propagate_version = true)]
 pub struct Args {
     #[command(subcommand)]
     pub command: Command,
@@ -44,6 +45,9 @@ pub enum Command {
     Manifests(ManifestsArgs),
     /// Write the embedded policy component (for the wasmtime CLI, jco or another host).
     Component(ComponentArgs),
+    /// Delete the webhook configurations that `serve --certificate-secret` made (uninstall:
+    /// run it before removing the server, so no configuration points at nothing).
+    Unregister(UnregisterArgs),
 }
 
 #[derive(Debug, Subcommand)]

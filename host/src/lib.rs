@@ -11,6 +11,7 @@
 //! - [`config`]: the command line, assembled from each subsystem's argument group (only the
 //!   binary uses it); [`duration`]: the Go-style durations those groups take.
 
+pub mod build_info;
 pub mod clusters;
 pub mod config;
 pub mod controller;

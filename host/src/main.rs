@@ -47,6 +47,14 @@ fn run(args: Args) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Component(c) => write_component(&c),
+        Command::Unregister(u) => {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .context("starting the async runtime")?;
+            runtime.block_on(webhook::managed::unregister(&u))?;
+            Ok(())
+        }
     }
 }
 

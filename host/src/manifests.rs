@@ -56,6 +56,23 @@ pub enum ManifestsError {
     Yaml(String),
 }
 
+/// Where an API server sends the admission requests.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Endpoint {
+    /// A Service of the API server's own cluster.
+    Service {
+        namespace: String,
+        name: String,
+        port: u16,
+    },
+    /// A base URL; the paths are appended.
+    Url(String),
+}
+
+/// The label that marks the configurations as ours: `mcs-policy unregister` deletes only
+/// configurations that carry it.
+pub const MANAGED_BY: (&str, &str) = ("app.kubernetes.io/managed-by", "mcs-policy");
+
 /// The two configurations as one YAML stream.
 pub fn render(args: &ManifestsArgs) -> Result<String, ManifestsError> {
     let pem = std::fs::read(&args.ca_bundle).map_err(|source| ManifestsError::Read {
@@ -65,42 +82,65 @@ pub fn render(args: &ManifestsArgs) -> Result<String, ManifestsError> {
     if !String::from_utf8_lossy(&pem).contains("-----BEGIN CERTIFICATE-----") {
         return Err(ManifestsError::NotPem(args.ca_bundle.display().to_string()));
     }
-    let ca = base64::engine::general_purpose::STANDARD.encode(&pem);
-    let validating = configuration(
-        args,
-        &ca,
-        "ValidatingWebhookConfiguration",
-        "/validate-multiclusterservice",
-    );
-    let mutating = configuration(
-        args,
-        &ca,
-        "MutatingWebhookConfiguration",
-        "/mutate-multiclusterservice",
-    );
+    let endpoint = match &args.url {
+        Some(url) => Endpoint::Url(url.clone()),
+        None => Endpoint::Service {
+            namespace: args.namespace.clone().unwrap_or_default(),
+            name: args.service.clone().unwrap_or_default(),
+            port: args.port,
+        },
+    };
+    let [validating, mutating] = configurations(&args.name, &endpoint, &pem);
     let yaml =
         |v: &Value| serde_yaml::to_string(v).map_err(|e| ManifestsError::Yaml(e.to_string()));
     Ok(format!("{}---\n{}", yaml(&validating)?, yaml(&mutating)?))
 }
 
-fn client_config(args: &ManifestsArgs, ca: &str, path: &str) -> Value {
-    match &args.url {
-        Some(url) => {
+/// The ValidatingWebhookConfiguration and the MutatingWebhookConfiguration named `name`, with
+/// Karmada's rule for MultiClusterServices, sending to `endpoint` and trusting the PEM CAs
+/// `ca_pem` (their `caBundle`).
+pub fn configurations(name: &str, endpoint: &Endpoint, ca_pem: &[u8]) -> [Value; 2] {
+    let ca = base64::engine::general_purpose::STANDARD.encode(ca_pem);
+    [
+        configuration(
+            name,
+            endpoint,
+            &ca,
+            "ValidatingWebhookConfiguration",
+            "/validate-multiclusterservice",
+        ),
+        configuration(
+            name,
+            endpoint,
+            &ca,
+            "MutatingWebhookConfiguration",
+            "/mutate-multiclusterservice",
+        ),
+    ]
+}
+
+fn client_config(endpoint: &Endpoint, ca: &str, path: &str) -> Value {
+    match endpoint {
+        Endpoint::Url(url) => {
             json!({ "url": format!("{}{path}", url.trim_end_matches('/')), "caBundle": ca })
         }
-        None => json!({
+        Endpoint::Service {
+            namespace,
+            name,
+            port,
+        } => json!({
             "service": {
-                "namespace": args.namespace,
-                "name": args.service,
+                "namespace": namespace,
+                "name": name,
                 "path": path,
-                "port": args.port,
+                "port": port,
             },
             "caBundle": ca,
         }),
     }
 }
 
-fn configuration(args: &ManifestsArgs, ca: &str, kind: &str, path: &str) -> Value {
+fn configuration(name: &str, endpoint: &Endpoint, ca: &str, kind: &str, path: &str) -> Value {
     let mut webhook = json!({
         "name": "multiclusterservice.karmada.io",
         "rules": [{
@@ -110,7 +150,7 @@ fn configuration(args: &ManifestsArgs, ca: &str, kind: &str, path: &str) -> Valu
             "resources": ["multiclusterservices"],
             "scope": "Namespaced",
         }],
-        "clientConfig": client_config(args, ca, path),
+        "clientConfig": client_config(endpoint, ca, path),
         "failurePolicy": "Fail",
         "sideEffects": "None",
         "admissionReviewVersions": ["v1"],
@@ -122,7 +162,10 @@ fn configuration(args: &ManifestsArgs, ca: &str, kind: &str, path: &str) -> Valu
     json!({
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": kind,
-        "metadata": { "name": args.name, "labels": { "app.kubernetes.io/name": "mcs-policy" } },
+        "metadata": {
+            "name": name,
+            "labels": { "app.kubernetes.io/name": "mcs-policy", MANAGED_BY.0: MANAGED_BY.1 },
+        },
         "webhooks": [webhook],
     })
 }

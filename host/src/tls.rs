@@ -49,30 +49,64 @@ pub struct CertFiles {
 pub fn load_certified_key(files: &CertFiles) -> Result<CertifiedKey, TlsError> {
     let cert_path = files.cert.display().to_string();
     let key_path = files.key.display().to_string();
-    let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(&files.cert)
-        .and_then(|it| it.collect::<Result<Vec<_>, _>>())
+    let read = |path: &Path| std::fs::read(path).map_err(|e| e.to_string());
+    let cert = read(&files.cert).map_err(|reason| TlsError::Cert {
+        path: cert_path.clone(),
+        reason,
+    })?;
+    let key = read(&files.key).map_err(|reason| TlsError::Key {
+        path: key_path.clone(),
+        reason,
+    })?;
+    certified_key_from_pem(&cert, &key).map_err(|err| err.at(&cert_path, &key_path))
+}
+
+/// A PEM certificate chain and private key, from memory, as a signing key. Errors name the
+/// texts `certificate` and `key`; [`TlsError::at`] names files instead.
+pub fn certified_key_from_pem(cert: &[u8], key: &[u8]) -> Result<CertifiedKey, TlsError> {
+    let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(cert)
+        .collect::<Result<Vec<_>, _>>()
         .map_err(|e| TlsError::Cert {
-            path: cert_path.clone(),
+            path: "certificate".to_string(),
             reason: e.to_string(),
         })?;
     if chain.is_empty() {
         return Err(TlsError::Cert {
-            path: cert_path,
+            path: "certificate".to_string(),
             reason: "no PEM certificate found".to_string(),
         });
     }
-    let key = PrivateKeyDer::from_pem_file(&files.key).map_err(|e| TlsError::Key {
-        path: key_path.clone(),
+    let key = PrivateKeyDer::from_pem_slice(key).map_err(|e| TlsError::Key {
+        path: "key".to_string(),
         reason: e.to_string(),
     })?;
-    let certified = CertifiedKey::from_der(chain, key, &ring::default_provider()).map_err(|e| {
-        TlsError::Pair {
-            cert: cert_path.clone(),
-            key: key_path.clone(),
-            reason: e.to_string(),
+    CertifiedKey::from_der(chain, key, &ring::default_provider()).map_err(|e| TlsError::Pair {
+        cert: "certificate".to_string(),
+        key: "key".to_string(),
+        reason: e.to_string(),
+    })
+}
+
+impl TlsError {
+    /// The same error, naming the files the texts came from.
+    fn at(self, cert_path: &str, key_path: &str) -> TlsError {
+        match self {
+            TlsError::Cert { reason, .. } => TlsError::Cert {
+                path: cert_path.to_string(),
+                reason,
+            },
+            TlsError::Key { reason, .. } => TlsError::Key {
+                path: key_path.to_string(),
+                reason,
+            },
+            TlsError::Pair { reason, .. } => TlsError::Pair {
+                cert: cert_path.to_string(),
+                key: key_path.to_string(),
+                reason,
+            },
+            other => other,
         }
-    })?;
-    Ok(certified)
+    }
 }
 
 /// Serves whatever certificate was loaded last.

@@ -48,6 +48,7 @@ impl std::fmt::Debug for Metrics {
 impl Default for Metrics {
     fn default() -> Self {
         let mut registry = Registry::with_prefix("mcs_policy_sync");
+        crate::build_info::register(&mut registry);
         let passes = Counter::default();
         let reconciles = Counter::default();
         let quiet = Counter::default();

@@ -55,6 +55,7 @@ impl std::fmt::Debug for Metrics {
 impl Default for Metrics {
     fn default() -> Self {
         let mut registry = Registry::with_prefix("mcs_policy");
+        crate::build_info::register(&mut registry);
         let requests = Family::<RequestLabels, Counter>::default();
         let evaluation_seconds =
             Family::<FunctionLabels, Histogram, fn() -> Histogram>::new_with_constructor(

@@ -4,6 +4,7 @@
 
 mod deadline;
 mod handlers;
+pub mod managed;
 pub mod metrics;
 pub mod review;
 mod serve;
@@ -88,6 +89,9 @@ pub struct ServeArgs {
     /// How long shutdown waits for in-flight requests.
     #[arg(long, default_value = "20s", value_parser = parse_go_duration, value_name = "DURATION")]
     pub drain_timeout: Duration,
+
+    #[command(flatten)]
+    pub managed: managed::ManagedArgs,
 }
 
 /// Everything a handler needs. Cheap to clone.

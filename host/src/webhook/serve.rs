@@ -15,6 +15,7 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio_rustls::TlsAcceptor;
 
+use super::managed::{Keeper, ManagedError, Material};
 use super::{AppState, ServeArgs, router};
 use crate::engine::EngineError;
 use crate::reload::watch_files;
@@ -32,7 +33,11 @@ pub enum ServeError {
     Engine(#[from] EngineError),
     #[error(transparent)]
     Tls(#[from] TlsError),
-    #[error("no certificate: pass --tls-cert and --tls-key, or --self-signed")]
+    #[error(transparent)]
+    Managed(#[from] ManagedError),
+    #[error(
+        "no certificate: pass --tls-cert and --tls-key, --self-signed, or --certificate-secret"
+    )]
     NoCertificate,
     #[error("listening on {addr} failed")]
     Listen {
@@ -50,8 +55,25 @@ pub async fn serve(
     let (policy, context) = args.policy.load()?;
     let engine = args.engine.load()?;
     crate::malloc::release_freed();
-    let files = certificate_files(&args)?;
-    let resolver = ReloadingResolver::new(tls::load_certified_key(&files)?);
+    tokio::pin!(shutdown);
+    let keeper = Keeper::from_args(&args.managed).await?;
+    let (key, source) = match keeper {
+        Some(keeper) => {
+            let Some(material) = first_material(&keeper, &mut shutdown).await else {
+                return Ok(());
+            };
+            let key = tls::certified_key_from_pem(
+                material.tls_cert.as_bytes(),
+                material.tls_key.as_bytes(),
+            )?;
+            (key, Source::Managed(keeper, material))
+        }
+        None => {
+            let files = certificate_files(&args)?;
+            (tls::load_certified_key(&files)?, Source::Files(files))
+        }
+    };
+    let resolver = ReloadingResolver::new(key);
     let tls_config = tls::server_config(resolver.clone())?;
     let listener = TcpListener::bind(args.listen)
         .await
@@ -71,7 +93,7 @@ pub async fn serve(
         listen = %local,
         policy = %state.policy.name,
         component = %engine.digest(),
-        cert = %files.cert.display(),
+        cert = %source,
         "serving admission webhooks on https://{local} (/validate, /mutate, /validate-multiclusterservice, /mutate-multiclusterservice)"
     );
 
@@ -80,13 +102,12 @@ pub async fn serve(
     let _ = std::io::Write::flush(&mut std::io::stdout());
 
     let (stop_tx, stop_rx) = watch::channel(false);
-    spawn_reloaders(&args, &state, files, resolver, stop_rx.clone());
+    spawn_reloaders(&args, &state, source, resolver, stop_rx.clone());
 
     let app = router(state.clone());
     let builder = auto::Builder::new(TokioExecutor::new());
     let graceful = GracefulShutdown::new();
     let acceptor = TlsAcceptor::from(tls_config);
-    tokio::pin!(shutdown);
     loop {
         let (tcp, peer) = tokio::select! {
             _ = &mut shutdown => break,
@@ -160,11 +181,89 @@ fn certificate_files(args: &ServeArgs) -> Result<CertFiles, ServeError> {
     }
 }
 
-/// Background tasks that reload the certificate and the component when their files change.
+/// Where the serving certificate comes from.
+enum Source {
+    Files(CertFiles),
+    Managed(Keeper, Material),
+}
+
+impl std::fmt::Display for Source {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Source::Files(files) => write!(f, "{}", files.cert.display()),
+            Source::Managed(keeper, _) => write!(f, "Secret {}", keeper.secret_name()),
+        }
+    }
+}
+
+/// The first material of a self-managed certificate: tried until it succeeds (the API server
+/// may not be reachable yet), each failure logged, or `None` when shutdown comes first.
+async fn first_material(
+    keeper: &Keeper,
+    shutdown: &mut (impl Future<Output = ()> + Unpin),
+) -> Option<Material> {
+    let mut wait = Duration::from_millis(500);
+    loop {
+        match keeper.keep().await {
+            Ok(material) => return Some(material),
+            Err(err) => {
+                tracing::warn!(error = %err, retry_in = ?wait, "the webhook certificate is not ready yet")
+            }
+        }
+        tokio::select! {
+            _ = &mut *shutdown => return None,
+            _ = tokio::time::sleep(wait) => {}
+        }
+        wait = (wait * 2).min(Duration::from_secs(30));
+    }
+}
+
+/// Every `--certificate-check-interval`, keeps the Secret and the configurations, and serves a
+/// renewed certificate for new handshakes.
+async fn keep_certificate(
+    keeper: Keeper,
+    mut served: Material,
+    resolver: Arc<ReloadingResolver>,
+    metrics: Arc<super::Metrics>,
+    mut stop: watch::Receiver<bool>,
+) {
+    loop {
+        tokio::select! {
+            _ = stop.wait_for(|stopped| *stopped) => return,
+            _ = tokio::time::sleep(keeper.interval) => {}
+        }
+        let material = match keeper.keep().await {
+            Ok(material) => material,
+            Err(err) => {
+                tracing::warn!(error = %err, "keeping the webhook certificate failed; serving the current one");
+                continue;
+            }
+        };
+        if material.tls_cert == served.tls_cert && material.tls_key == served.tls_key {
+            continue;
+        }
+        match tls::certified_key_from_pem(material.tls_cert.as_bytes(), material.tls_key.as_bytes())
+        {
+            Ok(key) => {
+                resolver.replace(key);
+                metrics.reload("certificate", true);
+                tracing::info!(secret = %keeper.secret_name(), "serving the renewed certificate");
+                served = material;
+            }
+            Err(err) => {
+                metrics.reload("certificate", false);
+                tracing::error!(error = %err, "the Secret's certificate does not load; keeping the previous one");
+            }
+        }
+    }
+}
+
+/// Background tasks that reload the certificate and the component when their files change, or
+/// keep a self-managed certificate.
 fn spawn_reloaders(
     args: &ServeArgs,
     state: &AppState,
-    files: CertFiles,
+    source: Source,
     resolver: Arc<ReloadingResolver>,
     stop: watch::Receiver<bool>,
 ) {
@@ -172,6 +271,20 @@ fn spawn_reloaders(
         let _ = rx.wait_for(|stopped| *stopped).await;
     };
     let metrics = state.metrics.clone();
+    let files = match source {
+        Source::Files(files) => files,
+        Source::Managed(keeper, material) => {
+            tokio::spawn(keep_certificate(
+                keeper,
+                material,
+                resolver,
+                metrics,
+                stop.clone(),
+            ));
+            spawn_component_reloader(args, state, stop);
+            return;
+        }
+    };
     let cert_files = files.clone();
     tokio::spawn(watch_files(
         vec![files.cert.clone(), files.key.clone()],
@@ -189,7 +302,14 @@ fn spawn_reloaders(
         },
         until_stopped(stop.clone()),
     ));
+    spawn_component_reloader(args, state, stop);
+}
 
+/// Reloads `--component` when its file changes.
+fn spawn_component_reloader(args: &ServeArgs, state: &AppState, stop: watch::Receiver<bool>) {
+    let until_stopped = |mut rx: watch::Receiver<bool>| async move {
+        let _ = rx.wait_for(|stopped| *stopped).await;
+    };
     if let Some(path) = args.engine.component.clone() {
         let engine = state.engine.clone();
         let metrics = state.metrics.clone();
