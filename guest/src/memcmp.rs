@@ -2,7 +2,7 @@
 //! no libc in wasm32-unknown-unknown, and the fallback Rust links (compiler-builtins) compares
 //! one byte per loop iteration; a sync pass compares hundreds of kilobytes of equal names,
 //! labels and contents, which this version does eight bytes at a time (BENCHMARKS.md, "decide:
-//! what crosses the boundary (issue 23)"). Linked for wasm32 only: compiler-builtins defines its
+//! what crosses the boundary"). Linked for wasm32 only: compiler-builtins defines its
 //! own as a weak symbol, which this one replaces (and its `bcmp` calls `memcmp`: this one);
 //! native builds keep the system's. No comparison of slices may appear in here: it would call
 //! `memcmp`, this very function.
