@@ -18,7 +18,7 @@ struct Builtin {
     special: Special,
 }
 
-const BUILTINS: [Builtin; 9] = [
+const BUILTINS: [Builtin; 11] = [
     Builtin {
         group: "",
         version: "v1",
@@ -108,6 +108,28 @@ const BUILTINS: [Builtin; 9] = [
         special: Special::None,
     },
     Builtin {
+        group: "admissionregistration.k8s.io",
+        version: "v1",
+        plural: "mutatingwebhookconfigurations",
+        kind: "MutatingWebhookConfiguration",
+        namespaced: false,
+        status: false,
+        short_names: &[],
+        generation: GenerationPolicy::Spec,
+        special: Special::None,
+    },
+    Builtin {
+        group: "admissionregistration.k8s.io",
+        version: "v1",
+        plural: "validatingwebhookconfigurations",
+        kind: "ValidatingWebhookConfiguration",
+        namespaced: false,
+        status: false,
+        short_names: &[],
+        generation: GenerationPolicy::Spec,
+        special: Special::None,
+    },
+    Builtin {
         group: "apiextensions.k8s.io",
         version: "v1",
         plural: "customresourcedefinitions",
@@ -125,6 +147,15 @@ pub fn builtin_types() -> Vec<ResourceType> {
     BUILTINS.iter().map(to_resource_type).collect()
 }
 
+/// The discovery categories of a built-in resource (`rest.CategoriesProvider`).
+fn categories(b: &Builtin) -> &'static [&'static str] {
+    match (b.group, b.plural) {
+        ("", "services") => &["all"],
+        ("admissionregistration.k8s.io", _) => &["api-extensions"],
+        _ => &[],
+    }
+}
+
 fn to_resource_type(b: &Builtin) -> ResourceType {
     ResourceType {
         group: b.group.to_owned(),
@@ -136,11 +167,7 @@ fn to_resource_type(b: &Builtin) -> ResourceType {
         namespaced: b.namespaced,
         status_subresource: b.status,
         short_names: b.short_names.iter().map(|s| (*s).to_owned()).collect(),
-        categories: if b.plural == "services" {
-            vec!["all".to_owned()]
-        } else {
-            Vec::new()
-        },
+        categories: categories(b).iter().map(|c| (*c).to_owned()).collect(),
         generation: b.generation,
         special: b.special,
         defined_by: None,

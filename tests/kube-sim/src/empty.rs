@@ -44,7 +44,7 @@ fn zero_fields(rt: &ResourceType) -> Value {
             "spec": {"group": "", "names": {"plural": "", "kind": ""}, "scope": "", "versions": null},
             "status": {"acceptedNames": {"plural": "", "kind": ""}, "storedVersions": null},
         }),
-        // ConfigMap and Secret have only omitempty fields.
+        // ConfigMap, Secret and the webhook configurations have only omitempty fields.
         _ => json!({}),
     }
 }

@@ -5,7 +5,7 @@
 //!
 //! - `metadata.name` and `metadata.namespace` for every kind without its own function
 //!   (`runtime.DefaultMetaV1FieldSelectorConversion`: ConfigMap, EndpointSlice, Lease,
-//!   CustomResourceDefinition);
+//!   CustomResourceDefinition, Validating- and MutatingWebhookConfiguration);
 //! - for custom resources (apiextensions' `crConverter`) `metadata.name`, `metadata.namespace`
 //!   unless cluster-scoped, and the CRD version's `selectableFields`;
 //! - Service `spec.clusterIP`, `spec.type`; Secret `type`; Namespace `status.phase` (and no

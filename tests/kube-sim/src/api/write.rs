@@ -99,11 +99,14 @@ fn creates_on_update(store: &Store, target: &Target) -> bool {
 }
 
 /// What decoding a body (or computing a patched object) does for `rt`, before any other step
-/// looks at it: the scheme's defaults of built-in types, then the pruning and defaulting of a
-/// custom resource against its schema.
-fn decode(store: &Store, rt: &ResourceType, obj: &mut Value) {
+/// looks at it: the refusal of a body that does not decode into the Go type (for the types
+/// that model it), the scheme's defaults of built-in types, then the pruning and defaulting of
+/// a custom resource against its schema.
+fn decode(store: &Store, rt: &ResourceType, obj: &mut Value) -> Result<(), ApiError> {
+    types::decode_error(rt, obj)?;
     types::decode_defaults(rt, obj);
     kinds::decode(store, rt, obj);
+    Ok(())
 }
 
 /// Creates `obj` in the target collection (the store lock is held by the caller). The steps, in
@@ -146,7 +149,7 @@ fn admit_create_locked(
 ) -> Result<Value, ApiError> {
     let rt = &target.rt;
     let now = object::now();
-    decode(store, rt, &mut obj);
+    decode(store, rt, &mut obj)?;
     let context = fields::context(store, rt);
     let managed = fields::track(
         context.as_ref(),
@@ -207,7 +210,7 @@ pub fn update_locked(
     };
     let shown = respond::present(rt, &current);
     let mut candidate = make_candidate(&shown)?;
-    decode(store, rt, &mut candidate);
+    decode(store, rt, &mut candidate)?;
     let now = object::now();
     let context = fields::context(store, rt);
     let managed = fields::track(

@@ -39,6 +39,16 @@ pub fn lookup(group: &str, kind: &str) -> Option<&'static Builtin> {
                 "CustomResourceDefinition",
                 with_status(crd(), &["metadata", "spec"]),
             ),
+            (
+                "admissionregistration.k8s.io",
+                "ValidatingWebhookConfiguration",
+                plain(webhook_configuration(false)),
+            ),
+            (
+                "admissionregistration.k8s.io",
+                "MutatingWebhookConfiguration",
+                plain(webhook_configuration(true)),
+            ),
         ]
     });
     TYPES
@@ -274,6 +284,48 @@ fn lease() -> Shape {
     ];
     let spec = structure(names.iter().map(|n| field(n, Shape::Leaf).ptr()).collect());
     object(vec![field("spec", spec).always(Zero::Object)])
+}
+
+/// admissionregistration/v1 Validating- and MutatingWebhookConfiguration: `webhooks` and
+/// each webhook's `matchConditions` are keyed by `name`; `rules` and `admissionReviewVersions`
+/// are atomic lists, the label selectors atomic structs.
+fn webhook_configuration(mutating: bool) -> Shape {
+    let leaf = |name| field(name, Shape::Leaf);
+    let service = structure(vec![
+        leaf("namespace").always(Zero::Str),
+        leaf("name").always(Zero::Str),
+        leaf("path").ptr(),
+        leaf("port").ptr(),
+    ]);
+    let client_config = structure(vec![
+        leaf("url").ptr(),
+        field("service", service).ptr(),
+        leaf("caBundle"),
+    ]);
+    let condition = structure(vec![
+        leaf("name").always(Zero::Str),
+        leaf("expression").always(Zero::Str),
+    ]);
+    let mut webhook = vec![
+        leaf("name").always(Zero::Str),
+        field("clientConfig", client_config).always(Zero::Object),
+        leaf("rules"),
+        leaf("failurePolicy").ptr(),
+        leaf("matchPolicy").ptr(),
+        leaf("namespaceSelector").ptr(),
+        leaf("objectSelector").ptr(),
+        leaf("sideEffects").always(Zero::Null),
+        leaf("timeoutSeconds").ptr(),
+        leaf("admissionReviewVersions").always(Zero::Null),
+    ];
+    if mutating {
+        webhook.push(leaf("reinvocationPolicy").ptr());
+    }
+    webhook.push(field("matchConditions", list_map(condition, &["name"])));
+    object(vec![field(
+        "webhooks",
+        list_map(structure(webhook), &["name"]),
+    )])
 }
 
 /// apiextensions/v1 CustomResourceDefinition (`versions` is atomic; `status.conditions` is

@@ -1,5 +1,6 @@
 //! The Go types of the built-in kinds (`k8s.io/api` 1.36: `core/v1`, `discovery/v1`,
-//! `coordination/v1`, `events/v1`, `apiextensions/v1`), field by field in declaration order.
+//! `coordination/v1`, `events/v1`, `admissionregistration/v1`, `apiextensions/v1`), field by
+//! field in declaration order.
 //!
 //! This module has the lookup and the building blocks (`ObjectMeta`, the inlined `TypeMeta`);
 //! the kinds themselves are in [`super::kinds`].
@@ -7,7 +8,8 @@
 use std::sync::{Arc, LazyLock};
 
 use super::kinds::{
-    config_map, core_event, crd, endpoint_slice, events_event, lease, namespace, secret, service,
+    config_map, core_event, crd, endpoint_slice, events_event, lease,
+    mutating_webhook_configuration, namespace, secret, service, validating_webhook_configuration,
 };
 use super::{Custom, GoStruct, GoType};
 
@@ -24,6 +26,16 @@ pub fn lookup(group: &str, kind: &str) -> Option<&'static GoType> {
             ("coordination.k8s.io", "Lease", lease()),
             ("events.k8s.io", "Event", events_event()),
             ("apiextensions.k8s.io", "CustomResourceDefinition", crd()),
+            (
+                "admissionregistration.k8s.io",
+                "ValidatingWebhookConfiguration",
+                validating_webhook_configuration(),
+            ),
+            (
+                "admissionregistration.k8s.io",
+                "MutatingWebhookConfiguration",
+                mutating_webhook_configuration(),
+            ),
         ]
     });
     TYPES

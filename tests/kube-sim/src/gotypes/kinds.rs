@@ -1,5 +1,6 @@
 //! The Go types of the built-in kinds kube-sim serves, field by field in declaration order
-//! (`k8s.io/api` 1.36 `core/v1`, `discovery/v1`, `coordination/v1`, `events/v1`;
+//! (`k8s.io/api` 1.36 `core/v1`, `discovery/v1`, `coordination/v1`, `events/v1`,
+//! `admissionregistration/v1`;
 //! `k8s.io/apiextensions-apiserver` `apiextensions/v1`).
 //!
 //! Not typed (decoded as anything): the insides of a CRD version's `schema`, `subresources`,
@@ -366,4 +367,93 @@ pub(super) fn crd() -> GoType {
         "v1.CustomResourceDefinition",
         vec![("spec", spec), ("status", status)],
     )
+}
+
+/// `metav1.LabelSelector`.
+fn label_selector() -> GoType {
+    let requirement = structure(
+        "v1.LabelSelectorRequirement",
+        vec![
+            ("key", string()),
+            ("operator", named("v1.LabelSelectorOperator")),
+            ("values", slice(string())),
+        ],
+    );
+    structure(
+        "v1.LabelSelector",
+        vec![
+            ("matchLabels", map(string())),
+            ("matchExpressions", slice(requirement)),
+        ],
+    )
+}
+
+/// `admissionregistration/v1` ValidatingWebhookConfiguration (`mutating` false) or
+/// MutatingWebhookConfiguration: a webhook's fields, `reinvocationPolicy` for mutating ones.
+fn webhook_configuration(mutating: bool) -> GoType {
+    let service = structure(
+        "v1.ServiceReference",
+        vec![
+            ("namespace", string()),
+            ("name", string()),
+            ("path", ptr(string())),
+            ("port", ptr(int32())),
+        ],
+    );
+    let client_config = structure(
+        "v1.WebhookClientConfig",
+        vec![
+            ("url", ptr(string())),
+            ("service", ptr(service)),
+            ("caBundle", GoType::Bytes),
+        ],
+    );
+    // `Rule` is inlined.
+    let rule = structure(
+        "v1.RuleWithOperations",
+        vec![
+            ("operations", slice(named("v1.OperationType"))),
+            ("apiGroups", slice(string())),
+            ("apiVersions", slice(string())),
+            ("resources", slice(string())),
+            ("scope", ptr(named("v1.ScopeType"))),
+        ],
+    );
+    let condition = structure(
+        "v1.MatchCondition",
+        vec![("name", string()), ("expression", string())],
+    );
+    let mut fields = vec![
+        ("name", string()),
+        ("clientConfig", client_config),
+        ("rules", slice(rule)),
+        ("failurePolicy", ptr(named("v1.FailurePolicyType"))),
+        ("matchPolicy", ptr(named("v1.MatchPolicyType"))),
+        ("namespaceSelector", ptr(label_selector())),
+        ("objectSelector", ptr(label_selector())),
+        ("sideEffects", ptr(named("v1.SideEffectClass"))),
+        ("timeoutSeconds", ptr(int32())),
+        ("admissionReviewVersions", slice(string())),
+    ];
+    if mutating {
+        fields.push((
+            "reinvocationPolicy",
+            ptr(named("v1.ReinvocationPolicyType")),
+        ));
+    }
+    fields.push(("matchConditions", slice(condition)));
+    let (kind, webhook) = if mutating {
+        ("v1.MutatingWebhookConfiguration", "v1.MutatingWebhook")
+    } else {
+        ("v1.ValidatingWebhookConfiguration", "v1.ValidatingWebhook")
+    };
+    object(kind, vec![("webhooks", slice(structure(webhook, fields)))])
+}
+
+pub(super) fn validating_webhook_configuration() -> GoType {
+    webhook_configuration(false)
+}
+
+pub(super) fn mutating_webhook_configuration() -> GoType {
+    webhook_configuration(true)
 }

@@ -5,7 +5,7 @@
 //! - [`decode`]: a body or patched object as the type's decoder leaves it (custom resources:
 //!   pruned and defaulted against their schema);
 //! - [`check_unconditional_update`]: `AllowUnconditionalUpdate` (false for custom resources,
-//!   CRDs and Leases: a PUT needs a resourceVersion);
+//!   CRDs, Leases and webhook configurations: a PUT needs a resourceVersion);
 //! - [`admit_create`] / [`admit_update`]: `Validate`/`ValidateUpdate` and the warnings, and the
 //!   form the object is stored in;
 //! - [`storage_resource`] and [`present`]: one storage for both Event APIs, converted per API.
@@ -24,6 +24,7 @@ use crate::registry::{GroupResource, ResourceType, Special};
 use crate::status::ApiError;
 use crate::store::Store;
 use crate::types::field::{self, FieldError};
+use crate::types::webhook_configuration;
 
 /// Where the objects of `resource` are stored (Events of both APIs: core `events`).
 pub fn storage_resource(resource: &GroupResource) -> GroupResource {
@@ -52,7 +53,8 @@ pub fn decode(store: &Store, rt: &ResourceType, obj: &mut Value) {
 pub fn check_unconditional_update(rt: &ResourceType, candidate: &Value) -> Result<(), ApiError> {
     let refuses = rt.defined_by.is_some()
         || rt.special == Special::CustomResourceDefinition
-        || (rt.group == lease::GROUP && rt.plural == "leases");
+        || (rt.group == lease::GROUP && rt.plural == "leases")
+        || (rt.group == webhook_configuration::GROUP && rt.defined_by.is_none());
     if !refuses || !object::resource_version(candidate).is_empty() {
         return Ok(());
     }

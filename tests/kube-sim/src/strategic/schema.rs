@@ -22,6 +22,15 @@ const SERVICE: &[(&str, ListStrategy)] = &[
     ("status.conditions", ListStrategy::Merge(Some("type"))),
 ];
 
+/// Validating- and MutatingWebhookConfiguration.
+const WEBHOOK_CONFIGURATION: &[(&str, ListStrategy)] = &[
+    ("webhooks", ListStrategy::Merge(Some("name"))),
+    (
+        "webhooks.matchConditions",
+        ListStrategy::Merge(Some("name")),
+    ),
+];
+
 const NAMESPACE: &[(&str, ListStrategy)] =
     &[("status.conditions", ListStrategy::Merge(Some("type")))];
 
@@ -31,6 +40,10 @@ pub fn for_resource(group: &str, plural: &str) -> Option<Schema> {
     let fields: &'static [(&'static str, ListStrategy)] = match (group, plural) {
         ("", "services") => SERVICE,
         ("", "namespaces") => NAMESPACE,
+        (
+            "admissionregistration.k8s.io",
+            "validatingwebhookconfigurations" | "mutatingwebhookconfigurations",
+        ) => WEBHOOK_CONFIGURATION,
         ("", "configmaps" | "secrets" | "events")
         | ("discovery.k8s.io", "endpointslices")
         | ("coordination.k8s.io", "leases")

@@ -21,6 +21,7 @@ pub mod meta;
 pub mod names;
 pub mod namespace;
 pub mod service;
+pub mod webhook_configuration;
 
 use serde_json::Value;
 
@@ -40,6 +41,10 @@ enum Builtin {
     EndpointSlice,
     /// ConfigMaps and Secrets: metadata validation only.
     Plain,
+    /// Validating (false) and mutating (true) webhook configurations.
+    WebhookConfiguration {
+        mutating: bool,
+    },
 }
 
 fn builtin(rt: &ResourceType) -> Option<Builtin> {
@@ -51,6 +56,12 @@ fn builtin(rt: &ResourceType) -> Option<Builtin> {
         ("", "services") => Some(Builtin::Service),
         ("discovery.k8s.io", "endpointslices") => Some(Builtin::EndpointSlice),
         ("", "configmaps" | "secrets") => Some(Builtin::Plain),
+        (webhook_configuration::GROUP, "validatingwebhookconfigurations") => {
+            Some(Builtin::WebhookConfiguration { mutating: false })
+        }
+        (webhook_configuration::GROUP, "mutatingwebhookconfigurations") => {
+            Some(Builtin::WebhookConfiguration { mutating: true })
+        }
         _ => None,
     }
 }
@@ -62,7 +73,21 @@ pub fn decode_defaults(rt: &ResourceType, obj: &mut Value) {
         Some(Builtin::Namespace) => namespace::decode_defaults(obj),
         Some(Builtin::Service) => service::decode_defaults(obj),
         Some(Builtin::EndpointSlice) => endpointslice::decode_defaults(obj),
+        Some(Builtin::WebhookConfiguration { mutating }) => {
+            webhook_configuration::decode_defaults(obj, mutating);
+        }
         Some(Builtin::Plain) | None => {}
+    }
+}
+
+/// The 400 a body (of a create or update) gets when it does not decode into the Go type of
+/// `rt`; only checked for the types that model it (webhook configurations).
+pub fn decode_error(rt: &ResourceType, obj: &Value) -> Result<(), ApiError> {
+    match builtin(rt) {
+        Some(Builtin::WebhookConfiguration { .. }) => {
+            webhook_configuration::decode_error(&rt.kind, obj)
+        }
+        _ => Ok(()),
     }
 }
 
@@ -122,6 +147,11 @@ pub fn prepare_create(store: &Store, rt: &ResourceType, obj: &mut Value) -> Resu
                 &meta::validate(obj, NameRule::Subdomain, true, true),
             )?;
         }
+        Some(Builtin::WebhookConfiguration { .. }) => {
+            let mut errors = meta::validate(obj, NameRule::Subdomain, false, false);
+            errors.extend(webhook_configuration::validate(obj));
+            refuse(rt, obj, &errors)?;
+        }
         // Custom resources, Events, Leases: `kinds`.
         None => return Ok(()),
     }
@@ -152,6 +182,11 @@ pub fn prepare_update(
             Ok(())
         }
         Some(Builtin::Plain) => refuse(rt, new, &meta::validate_update(new, old, true)),
+        Some(Builtin::WebhookConfiguration { .. }) => {
+            let mut errors = meta::validate_update(new, old, false);
+            errors.extend(webhook_configuration::validate(new));
+            refuse(rt, new, &errors)
+        }
         // Custom resources, Events, Leases: `kinds`.
         None => Ok(()),
     }

@@ -13,3 +13,4 @@ mod requests;
 mod services;
 mod support;
 mod watch;
+mod webhooks;
