@@ -232,6 +232,7 @@ macro_rules! pass_input {
             slice_bodies: slices.bodies().iter().map(body).collect(),
             slice_maps: slices.maps().to_vec(),
             slice_ports: slices.ports().iter().map(ports).collect(),
+            unsynced: Vec::new(),
         };
         (
             pass,

@@ -7,7 +7,7 @@ use mcs_policy::engine::types::{
     LoadBalancerReport, McsRef, MemberSlices, MemberState, Operation, PassDecision, PassRead,
     ProviderIngress, ProviderLoadBalancer, ReadFailure, Reported, ServiceAction, ServicePort,
     Settings, SliceBody, SliceCopy, SliceSummary, StatusBasis, StatusNow, StatusUpdate,
-    SyncSettings, WriteFailures,
+    SyncSettings, UnsyncedCluster, WriteFailures,
 };
 
 /// A WAVE string literal: `\u{...}` escapes, never JSON's `\uXXXX`.
@@ -353,12 +353,22 @@ pub fn pass_read(p: &PassRead) -> String {
     });
     format!(
         "{{mcs: {}, members: {members}, template: {}, slice-bodies: {}, slice-maps: {}, \
-         slice-ports: {}}}",
+         slice-ports: {}, unsynced: {}}}",
         string(&p.mcs),
         result(&p.template, opt_str, |e| string(e)),
         list(&p.slice_bodies, slice_body),
         list(&p.slice_maps, |m| pairs(m)),
-        list(&p.slice_ports, |l| list(l, |p| endpoint_port(p, false)))
+        list(&p.slice_ports, |l| list(l, |p| endpoint_port(p, false))),
+        list(&p.unsynced, unsynced_cluster)
+    )
+}
+
+/// An `unsynced-cluster`.
+fn unsynced_cluster(u: &UnsyncedCluster) -> String {
+    format!(
+        "{{cluster: {}, reason: {}}}",
+        string(&u.cluster),
+        string(&u.reason)
     )
 }
 
@@ -402,6 +412,7 @@ pub fn status_basis(b: &StatusBasis, printed: bool) -> String {
             ("unknown-providers", Ok(strings(&b.unknown_providers))),
             ("unknown-consumers", Ok(strings(&b.unknown_consumers))),
             ("incompatible", Ok(strings(&b.incompatible))),
+            ("unsynced", Ok(list(&b.unsynced, unsynced_cluster))),
         ],
         printed,
     )
@@ -433,6 +444,7 @@ pub fn reported(r: &Reported, printed: bool) -> String {
         vec![
             ("unknown", Ok(strings(&r.unknown))),
             ("incompatible", Ok(strings(&r.incompatible))),
+            ("unsynced", Ok(strings(&r.unsynced))),
             ("service-applied", flag(r.service_applied)),
             ("dispatched", flag(r.dispatched)),
             ("load-balancer", flag(r.load_balancer)),

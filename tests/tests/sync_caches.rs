@@ -231,6 +231,7 @@ async fn context_over(w: &World, caches: Caches) -> Context {
             Cluster::new("member1".into(), client(&w.member1)),
             Cluster::new("member2".into(), client(&w.member2)),
         ],
+        unsynced: Vec::new(),
     };
     let (triggers, _requests) = Triggers::new(Arc::default());
     Context {

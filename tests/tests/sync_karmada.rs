@@ -203,6 +203,61 @@ async fn a_pull_mode_cluster_is_never_contacted() {
     assert!(log.contains("member3"), "{log}");
 }
 
+/// The MCS `web`'s `ClustersSynced` condition, once it has `status`.
+async fn await_clusters_synced(w: &World, status: &str) -> Value {
+    w.eventually(&format!("ClustersSynced={status}"), || async {
+        let c = w.condition("ClustersSynced").await?;
+        (c["status"] == status).then_some(c)
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pull_cluster_an_mcs_lists_is_reported_not_synced_until_it_turns_to_push() {
+    let mut w = karmada_world("karmada-pull-listed", true).await;
+    let member3 = w.member3.clone().unwrap();
+    let (member1, member2) = (w.member1.clone(), w.member2.clone());
+    join(&w, "member1", "Push", &member1, "t1", Some("True")).await;
+    join(&w, "member2", "Push", &member2, "t2", Some("True")).await;
+    join(&w, "member3", "Pull", &member3, "t3", Some("True")).await;
+    spawn_karmada_sync(&mut w);
+    w.add_native_slice(&member1, "web-a", "10.1.0.1").await;
+    let listed = mcs(json!({
+        "providerClusters": [{"name": "member1"}],
+        "consumerClusters": [{"name": "member2"}, {"name": "member3"}],
+    }));
+    post(&w.http, &w.hub, MCS, &listed).await;
+
+    // member3 exists: it is named as not synced, with why, never as not found; member2, a
+    // push-mode consumer, still gets its copy (docs/sync.md#members-from-karmada).
+    w.await_slices(&member2, "member2", &["member1-web-a"])
+        .await;
+    let why = "Cluster member3 is not synced: pull mode (Karmada's agent in the cluster syncs it";
+    let event = w.await_event("ClusterNotSynced", &[why]).await;
+    assert_eq!(event["type"], "Warning");
+    let condition = await_clusters_synced(&w, "False").await;
+    assert_eq!(condition["reason"], "ClusterNotSynced");
+    assert!(
+        condition["message"].as_str().unwrap().starts_with(why),
+        "{condition}"
+    );
+    w.await_dispatched("True", "dispatched successfully").await;
+    assert!(w.events("ClusterNotFound").await.is_empty());
+    assert_eq!(w.slice_names(&member3).await, Vec::<String>::new());
+
+    // Karmada hands member3 over to push mode: it is synced, and the condition clears.
+    let path = format!("{KARMADA_CLUSTERS}/member3");
+    edit(&w.http, &w.hub, &path, |c| {
+        c["spec"]["syncMode"] = json!("Push")
+    })
+    .await;
+    w.await_slices(&member3, "member3", &["member1-web-a"])
+        .await;
+    let condition = await_clusters_synced(&w, "True").await;
+    assert_eq!(condition["reason"], "AllClustersSynced");
+    assert_eq!(w.events("ClusterNotSynced").await.len(), 1, "reported once");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cluster_joining_at_run_time_becomes_a_member_once_its_secret_exists() {
     let mut w = karmada_world("karmada-join", false).await;

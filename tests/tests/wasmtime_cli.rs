@@ -363,9 +363,9 @@ fn sync_fixture<T: for<'de> serde::Deserialize<'de>>(kind: &str, name: &str) -> 
         .case
 }
 
-#[test]
-fn wasmtime_cli_decides_a_pass_like_the_host() {
-    let name = "a_consumer_gets_copies_of_another_providers_slices";
+/// The decide fixture `name` through the wasmtime CLI, checked against the in-process host's
+/// answer; what the CLI printed.
+fn decide_like_the_host(name: &str) -> String {
     let case: DecideCase = sync_fixture("decide", name);
     let args = decide_input(&case.input.to_string(), name).unwrap();
     let (pass, settings) = (&args.pass, args.settings);
@@ -383,6 +383,12 @@ fn wasmtime_cli_decides_a_pass_like_the_host() {
     ));
     let want = wave::decide_answer(&answer);
     assert_eq!(out, want, "wasmtime printed\n{out}\nwant\n{want}");
+    out
+}
+
+#[test]
+fn wasmtime_cli_decides_a_pass_like_the_host() {
+    let out = decide_like_the_host("a_consumer_gets_copies_of_another_providers_slices");
     assert!(
         out.contains(
             r#"copies: [{cluster: "member2", source-cluster: "member1", copy: {source: 0, name: "member1-web-abc""#
@@ -392,8 +398,23 @@ fn wasmtime_cli_decides_a_pass_like_the_host() {
 }
 
 #[test]
-fn wasmtime_cli_concludes_a_pass_like_the_host() {
-    let name = "a_failed_apply_turns_endpointslice_dispatched_false_and_retries";
+fn wasmtime_cli_reports_a_cluster_not_synced_like_the_host() {
+    let out = decide_like_the_host(
+        "a_listed_cluster_that_exists_but_is_not_synced_is_reported_not_synced_rather_than_unknown",
+    );
+    assert!(
+        out.contains(r#"unsynced: [{cluster: "member3", reason: "pull mode"#),
+        "{out}"
+    );
+    let out = conclude_like_the_host(
+        "a_listed_cluster_not_synced_sets_clusters_synced_false_and_gets_one_event",
+    );
+    assert!(out.contains(r#"reason: "ClusterNotSynced""#), "{out}");
+}
+
+/// The conclude fixture `name` through the wasmtime CLI, checked against the in-process host's
+/// answer; what the CLI printed.
+fn conclude_like_the_host(name: &str) -> String {
     let case: ConcludeCase = sync_fixture("conclude", name);
     let ConcludeArgs {
         basis,
@@ -422,5 +443,12 @@ fn wasmtime_cli_concludes_a_pass_like_the_host() {
     ));
     let want = wave::status_update(&update);
     assert_eq!(out, want, "wasmtime printed\n{out}\nwant\n{want}");
+    out
+}
+
+#[test]
+fn wasmtime_cli_concludes_a_pass_like_the_host() {
+    let out =
+        conclude_like_the_host("a_failed_apply_turns_endpointslice_dispatched_false_and_retries");
     assert!(out.ends_with("retry: true}"), "{out}");
 }

@@ -3,7 +3,9 @@
 //! [`decide`], writes what it answers, then calls [`status::conclude`] with what failed, and
 //! writes the status and the Events. Every rule of a pass is here, or named here:
 //!
-//! - **Which MCS acts, P and C, unknown names**: [`crate::plan`].
+//! - **Which MCS acts, P and C, unknown names**: [`crate::plan`]; a listed name that is a
+//!   cluster the host knows but does not sync (`pass-read.unsynced`) is *not synced*, not
+//!   unknown ([`not_synced`]).
 //! - **An invalid MCS** keeps its copies and reports `Valid=False` only; one that is deleted or
 //!   no longer acts has its copies withdrawn and reports nothing ([`decide`]).
 //! - **The finalizer**: added before any copy is written when the MCS is CrossCluster and syncs;
@@ -36,7 +38,7 @@ use crate::slices::{Slice, slices_by_member};
 use crate::{
     FinalizerChange, LoadBalancerIngress, McsRef, MemberObject, MemberObjects, MemberRead,
     MemberState, PassDecision, PassRead, ReadFailure, RememberedIngress, ServiceAction,
-    ServicePort, ServiceWrite, SliceWrite, StatusBasis, SyncPlan, SyncSettings,
+    ServicePort, ServiceWrite, SliceWrite, StatusBasis, SyncPlan, SyncSettings, UnsyncedCluster,
 };
 
 use copies::copies;
@@ -56,9 +58,11 @@ pub fn decide(pass: &PassRead, settings: &SyncSettings) -> Result<PassDecision, 
     let mcs = decode_mcs(&pass.mcs)?;
     let read = slices_by_member(pass)?;
     let registered: Vec<String> = pass.members.iter().map(|m| m.cluster.clone()).collect();
-    let plan = plan_of(&mcs, &registered);
+    let mut plan = plan_of(&mcs, &registered);
+    let unsynced = not_synced(&mut plan, &pass.unsynced);
     let finalized = holds_finalizer(&mcs);
     let mut decision = Decision::new(&plan);
+    decision.status.unsynced = unsynced;
     if plan.deleting || !(plan.active || plan.load_balancer) {
         match (&plan.invalid, plan.deleting) {
             // An invalid MCS keeps what it has until it is fixed or deleted.
@@ -126,6 +130,7 @@ impl Decision {
                 unknown_providers: plan.unknown_providers.clone(),
                 unknown_consumers: plan.unknown_consumers.clone(),
                 incompatible: Vec::new(),
+                unsynced: Vec::new(),
             },
         }
     }
@@ -185,6 +190,28 @@ impl Failures {
         }
         Failures::Dispatch.push(decision, failure.message.clone());
     }
+}
+
+/// The listed names of `plan` that are clusters that exist but are not synced (`unsynced`),
+/// each once, providers first: they are taken out of the plan's unknown names, for they are
+/// not unknown.
+fn not_synced(plan: &mut SyncPlan, unsynced: &[UnsyncedCluster]) -> Vec<UnsyncedCluster> {
+    let mut found: Vec<UnsyncedCluster> = Vec::new();
+    if unsynced.is_empty() {
+        return found;
+    }
+    for names in [&mut plan.unknown_providers, &mut plan.unknown_consumers] {
+        names.retain(|name| {
+            let Some(cluster) = unsynced.iter().find(|u| &u.cluster == name) else {
+                return true;
+            };
+            if !found.iter().any(|f| f.cluster == cluster.cluster) {
+                found.push(cluster.clone());
+            }
+            false
+        });
+    }
+    found
 }
 
 /// The objects of a member that is ready.

@@ -2,8 +2,8 @@
 //! MultiClusterService's conditions, with Karmada's types, reasons and messages and the metav1
 //! rules (one condition per type; `lastTransitionTime` moves only when `status` does); the
 //! Events due, emitted only when what they report changes (the status of a condition, the set
-//! of unknown clusters, a new cluster without EndpointSlices), so a resync does not repeat
-//! them; the bounds on message sizes; and whether the pass is retried.
+//! of unknown clusters or of clusters not synced, a new cluster without EndpointSlices), so a
+//! resync does not repeat them; the bounds on message sizes; and whether the pass is retried.
 
 use std::collections::BTreeSet;
 
@@ -11,7 +11,8 @@ use serde_json::{Value, json};
 
 use crate::balancer;
 use crate::{
-    EventNote, LoadBalancerReport, Reported, StatusBasis, StatusNow, StatusUpdate, WriteFailures,
+    EventNote, LoadBalancerReport, Reported, StatusBasis, StatusNow, StatusUpdate, UnsyncedCluster,
+    WriteFailures,
 };
 
 /// Condition type of the dispatch outcome.
@@ -20,6 +21,11 @@ pub const DISPATCHED: &str = "EndpointSliceDispatched";
 pub const SERVICE_APPLIED: &str = "ServiceApplied";
 /// Condition type of the validation outcome.
 pub const VALID: &str = "Valid";
+/// Condition type saying whether every cluster the MCS lists that exists is synced: ours, not
+/// Karmada's (docs/sync.md#conditions).
+pub const CLUSTERS_SYNCED: &str = "ClustersSynced";
+/// Reason of `ClustersSynced=False`, and of the Event about each cluster not synced.
+pub const CLUSTER_NOT_SYNCED: &str = "ClusterNotSynced";
 
 /// Longest condition message, in bytes. The MultiClusterService CRD caps a condition's
 /// `message` at 32768 characters: a real API server refuses a longer one (422), and the status
@@ -71,6 +77,21 @@ impl Condition {
                 Condition::new(SERVICE_APPLIED, false, "ServiceAppliedFailed", &message)
             }
         }
+    }
+
+    /// `ClustersSynced`: True, or False naming every listed cluster that is not synced.
+    fn clusters_synced(unsynced: &[UnsyncedCluster]) -> Self {
+        if unsynced.is_empty() {
+            return Condition::new(
+                CLUSTERS_SYNCED,
+                true,
+                "AllClustersSynced",
+                "Every listed cluster that exists is synced",
+            );
+        }
+        let messages: Vec<String> = unsynced.iter().map(not_synced).collect();
+        let message = join_bounded(&messages, CONDITION_LIMIT);
+        Condition::new(CLUSTERS_SYNCED, false, CLUSTER_NOT_SYNCED, &message)
     }
 
     /// `LoadBalancerStatusReported` as the load balancer report says.
@@ -141,9 +162,15 @@ pub fn conclude(
     }
     let load_balancer = basis.load_balancer.as_ref().map(Condition::load_balancer);
     wanted.extend(load_balancer.clone());
+    // Ours, not Karmada's: added only once a listed cluster is not synced, then kept up to date.
+    if !basis.unsynced.is_empty() || has_condition(current, CLUSTERS_SYNCED) {
+        wanted.push(Condition::clusters_synced(&basis.unsynced));
+    }
+    let unsynced: Vec<String> = basis.unsynced.iter().map(not_synced).collect();
     let now = Reported {
         unknown: unknown(basis),
         incompatible: sorted(&basis.incompatible),
+        unsynced: sorted(&unsynced),
         service_applied: Some(service.is_empty()),
         dispatched: basis.dispatches.then_some(dispatch.is_empty()),
         load_balancer: load_balancer.as_ref().map(|c| c.status),
@@ -168,6 +195,7 @@ fn nothing_reported() -> Reported {
     Reported {
         unknown: Vec::new(),
         incompatible: Vec::new(),
+        unsynced: Vec::new(),
         service_applied: None,
         dispatched: None,
         load_balancer: None,
@@ -200,6 +228,21 @@ fn sorted(items: &[String]) -> Vec<String> {
         .collect()
 }
 
+/// The `ClusterNotSynced` message (and part of the condition's) of a cluster that exists but
+/// is not synced.
+pub fn not_synced(cluster: &UnsyncedCluster) -> String {
+    format!(
+        "Cluster {} is not synced: {}",
+        cluster.cluster, cluster.reason
+    )
+}
+
+/// Whether the current conditions have one of type `type_`.
+fn has_condition(current: &StatusNow, type_: &str) -> bool {
+    serde_json::from_str::<Vec<Value>>(&current.conditions)
+        .is_ok_and(|conditions| conditions.iter().any(|c| c["type"] == type_))
+}
+
 /// The `APIIncompatible` message of a `role` (`Provider`, `Consumer`) cluster that does not
 /// serve `discovery.k8s.io/v1` EndpointSlices (Karmada's wording).
 pub fn incompatible(role: &str, cluster: &str) -> String {
@@ -230,6 +273,12 @@ fn due(
                 let message = format!("{role} cluster {name} is not found");
                 out.push(note(true, "ClusterNotFound", message));
             }
+        }
+    }
+    if now.unsynced != before.unsynced {
+        for cluster in &basis.unsynced {
+            let message = join_bounded(&[not_synced(cluster)], EVENT_LIMIT);
+            out.push(note(true, CLUSTER_NOT_SYNCED, message));
         }
     }
     for message in &now.incompatible {

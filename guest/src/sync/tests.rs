@@ -278,6 +278,7 @@ fn pass(mcs: &Mcs, members: Vec<MemberRead>) -> PassRead {
         slice_bodies: TABLES.with(|t| t.borrow().bodies.clone()),
         slice_maps: TABLES.with(|t| t.borrow().maps.clone()),
         slice_ports: TABLES.with(|t| t.borrow().ports.clone()),
+        unsynced: Vec::new(),
     }
 }
 
@@ -692,6 +693,56 @@ fn a_list_answered_404_adds_an_api_incompatible_message_once() {
     // Another failure is no sign of that.
     let d = decided(&m, vec![unlisted("m1", false), ready("m2", vec![])]);
     assert!(d.status.incompatible.is_empty());
+}
+
+fn unsynced(cluster: &str, reason: &str) -> UnsyncedCluster {
+    UnsyncedCluster {
+        cluster: cluster.into(),
+        reason: reason.into(),
+    }
+}
+
+#[test]
+fn a_listed_cluster_that_exists_but_is_not_synced_is_not_unknown() {
+    let m = mcs(&["CrossCluster"])
+        .finalized()
+        .sets(&["m1", "m3", "ghost"], &["m2", "m3", "m4"]);
+    let mut p = pass(
+        &m,
+        vec![ready("m1", vec![own("web-a")]), ready("m2", vec![])],
+    );
+    p.unsynced = vec![
+        unsynced("m4", "its secret karmada-cluster/m4 does not exist"),
+        unsynced("m3", "pull mode"),
+        unsynced("m9", "pull mode"),
+    ];
+    let d = decide(&p, &within(None)).unwrap();
+    // Each once, in listed order, providers first; only those the MCS lists.
+    assert_eq!(
+        d.status.unsynced,
+        [
+            unsynced("m3", "pull mode"),
+            unsynced("m4", "its secret karmada-cluster/m4 does not exist"),
+        ]
+    );
+    assert_eq!(d.status.unknown_providers, ["ghost"]);
+    assert!(d.status.unknown_consumers.is_empty());
+    assert_eq!(d.plan.unknown_providers, ["ghost"]);
+    assert!(d.plan.unknown_consumers.is_empty());
+    // The rest of the MCS's clusters are synced; nothing failed.
+    assert_eq!(written(&d), ["m2/m1-web-a"]);
+    assert!(d.status.dispatch_failures.is_empty() && d.status.service_failures.is_empty());
+    // An MCS that lists none of them (an empty list: every member) has none.
+    let every = mcs(&["CrossCluster"]).finalized();
+    let mut p = pass(&every, vec![ready("m1", vec![]), ready("m2", vec![])]);
+    p.unsynced = vec![unsynced("m3", "pull mode")];
+    assert!(
+        decide(&p, &within(None))
+            .unwrap()
+            .status
+            .unsynced
+            .is_empty()
+    );
 }
 
 fn entries(ips: &[&str]) -> Vec<LoadBalancerIngress> {

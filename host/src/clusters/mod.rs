@@ -18,6 +18,7 @@ use std::time::Duration;
 use kube::config::{KubeConfigOptions, Kubeconfig, KubeconfigError};
 use kube::{Client, Config};
 
+pub use crate::engine::types::UnsyncedCluster;
 pub use client::{ClientOptions, build_client};
 pub use open::{hub, members_from_kubeconfig, open};
 use origin::FlagError;
@@ -212,6 +213,10 @@ impl Source {
 pub struct Registry {
     pub hub: Cluster,
     pub members: Vec<Cluster>,
+    /// The clusters the source knows that are not members, and why, in the source's order
+    /// (Karmada Clusters left out; none for a kubeconfig). The component reports an MCS that
+    /// lists one (WIT `pass-read.unsynced`).
+    pub unsynced: Vec<UnsyncedCluster>,
 }
 
 impl Registry {

@@ -45,7 +45,11 @@ pub async fn open(
     };
     let members =
         members_from_kubeconfig(path, except, &origins.selected, options, name_problem).await?;
-    Ok(Source::Fixed(Registry { hub, members }))
+    Ok(Source::Fixed(Registry {
+        hub,
+        members,
+        unsynced: Vec::new(),
+    }))
 }
 
 /// The hub: the kubeconfig context `origin` names (its current context when none is named),

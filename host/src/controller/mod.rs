@@ -148,6 +148,7 @@ async fn start_and_sync(
     let registry = Registry {
         hub: source.hub().clone(),
         members: Vec::new(),
+        unsynced: Vec::new(),
     };
     let mut leadership = leader::start(registry.hub.client.clone(), &args.leader)?;
     health.following();

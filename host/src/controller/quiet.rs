@@ -84,6 +84,7 @@ mod tests {
             slice_bodies: Vec::new(),
             slice_maps: Vec::new(),
             slice_ports: Vec::new(),
+            unsynced: Vec::new(),
         }
     }
 
@@ -110,6 +111,12 @@ mod tests {
         changes.push(p);
         let mut p = pass();
         p.template = Ok(Some("{}".into()));
+        changes.push(p);
+        let mut p = pass();
+        p.unsynced.push(crate::engine::types::UnsyncedCluster {
+            cluster: "m3".into(),
+            reason: "pull mode".into(),
+        });
         changes.push(p);
         let mut p = pass();
         if let MemberState::Ready(o) = &mut p.members[0].state {

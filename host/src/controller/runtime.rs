@@ -157,6 +157,10 @@ pub async fn sync(
                     report_synced(&ctx, members_read);
                     members.follow(&news.registry, &reactions);
                     members.wake(&news.returned);
+                    if news.unsynced_changed {
+                        // The MCSs that list a cluster that is, or was, not synced report it.
+                        everything.unbounded_send(()).ok();
+                    }
                     if !news.returned.is_empty() {
                         tracing::info!(clusters = ?news.returned, "members ready: catching them up");
                         tasks.0.retain(|s| !s.is_finished());
@@ -395,6 +399,8 @@ struct News {
     registry: Registry,
     /// Members ready now that were not ready (or not members) before.
     returned: Vec<String>,
+    /// The clusters that exist but are not synced, or why, changed.
+    unsynced_changed: bool,
 }
 
 /// Reads the membership from `source` into `current`; `None` when it cannot be read (the
@@ -414,9 +420,11 @@ async fn refresh(source: &Source, current: &RwLock<Membership>) -> Option<News> 
         .filter(|name| !current.ready.contains(name))
         .cloned()
         .collect();
+    let unsynced_changed = fresh.registry.unsynced != current.registry.unsynced;
     *current = fresh;
     Some(News {
         registry: current.registry.clone(),
         returned,
+        unsynced_changed,
     })
 }

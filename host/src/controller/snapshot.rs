@@ -113,6 +113,7 @@ pub fn read(
         slice_bodies: snapshot.pass.bodies().to_vec(),
         slice_maps: snapshot.pass.maps().to_vec(),
         slice_ports: snapshot.pass.ports().to_vec(),
+        unsynced: ctx.registry.unsynced.clone(),
     };
     Ok((pass, snapshot))
 }

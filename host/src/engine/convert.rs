@@ -448,6 +448,7 @@ mod tests {
                 slice_bodies: slices.bodies().to_vec(),
                 slice_maps: slices.maps().to_vec(),
                 slice_ports: slices.ports().to_vec(),
+                unsynced: Vec::new(),
             };
             let settings = SyncSettings {
                 stale_timeout_ms: None,

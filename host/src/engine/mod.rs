@@ -70,7 +70,7 @@ pub mod types {
         EventNote, FinalizerChange, MemberObject, MemberObjects, MemberRead, MemberSlices,
         MemberState, PassDecision, PassRead, ReadFailure, RememberedIngress, Reported,
         ServiceWrite, SliceWrite, StatusBasis, StatusNow, StatusUpdate, SyncSettings,
-        WriteFailures,
+        UnsyncedCluster, WriteFailures,
     };
 }
 

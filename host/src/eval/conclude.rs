@@ -11,7 +11,7 @@ use crate::engine::types::{
     EventNote, LoadBalancerReport, Reported, StatusBasis, StatusNow, StatusUpdate, WriteFailures,
 };
 
-use super::decide::text;
+use super::decide::{UnsyncedInput, text};
 
 /// The input of `eval conclude` (the `input` of a `tests/fixtures/conclude` case).
 #[derive(Deserialize)]
@@ -50,6 +50,8 @@ struct BasisInput {
     unknown_consumers: Vec<String>,
     #[serde(default)]
     incompatible: Vec<String>,
+    #[serde(default)]
+    unsynced: Vec<UnsyncedInput>,
 }
 
 /// WIT `load-balancer-report`, as `eval load-balancer` prints it.
@@ -94,6 +96,8 @@ struct ReportedInput {
     unknown: Vec<String>,
     #[serde(default)]
     incompatible: Vec<String>,
+    #[serde(default)]
+    unsynced: Vec<String>,
     #[serde(default)]
     service_applied: Option<bool>,
     #[serde(default)]
@@ -164,6 +168,7 @@ pub fn conclude_input(json: &str, input: &str) -> Result<ConcludeArgs, EvalError
         unknown_providers: b.unknown_providers,
         unknown_consumers: b.unknown_consumers,
         incompatible: b.incompatible,
+        unsynced: b.unsynced.into_iter().map(UnsyncedInput::wit).collect(),
     };
     let current = StatusNow {
         conditions: parsed
@@ -176,6 +181,7 @@ pub fn conclude_input(json: &str, input: &str) -> Result<ConcludeArgs, EvalError
     let reported = parsed.reported.map(|r| Reported {
         unknown: r.unknown,
         incompatible: r.incompatible,
+        unsynced: r.unsynced,
         service_applied: r.service_applied,
         dispatched: r.dispatched,
         load_balancer: r.load_balancer,
@@ -191,23 +197,28 @@ pub fn conclude_input(json: &str, input: &str) -> Result<ConcludeArgs, EvalError
     })
 }
 
-/// A `status-update` as `eval conclude` prints it: `conditions` as JSON (`null`: unchanged).
+/// A `status-update` as `eval conclude` prints it: `conditions` as JSON (`null`: unchanged);
+/// `reported.unsynced` only when there is one.
 pub fn conclude_answer(update: StatusUpdate) -> Value {
     let conditions = update
         .conditions
         .map(|t| serde_json::from_str(&t).unwrap_or(Value::String(t)));
     let events: Vec<Value> = update.events.into_iter().map(event_json).collect();
     let r = update.reported;
+    let mut reported = json!({
+        "unknown": r.unknown,
+        "incompatible": r.incompatible,
+        "serviceApplied": r.service_applied,
+        "dispatched": r.dispatched,
+        "loadBalancer": r.load_balancer,
+    });
+    if !r.unsynced.is_empty() {
+        reported["unsynced"] = json!(r.unsynced);
+    }
     json!({
         "conditions": conditions,
         "events": events,
-        "reported": {
-            "unknown": r.unknown,
-            "incompatible": r.incompatible,
-            "serviceApplied": r.service_applied,
-            "dispatched": r.dispatched,
-            "loadBalancer": r.load_balancer,
-        },
+        "reported": reported,
         "retry": update.retry,
     })
 }

@@ -20,7 +20,7 @@ use super::{
 };
 use crate::engine::types::{
     FinalizerChange, MemberObjects, MemberRead, MemberState, PassDecision, PassRead, ReadFailure,
-    StatusBasis, SyncPlan, SyncSettings,
+    StatusBasis, SyncPlan, SyncSettings, UnsyncedCluster,
 };
 use crate::engine::{EngineError, PassSlices, PolicyEngine};
 
@@ -70,6 +70,25 @@ struct PassInput {
     #[serde(default)]
     members: Vec<MemberInput>,
     template: ResultInput<Option<Value>, String>,
+    #[serde(default)]
+    unsynced: Vec<UnsyncedInput>,
+}
+
+/// WIT `unsynced-cluster`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct UnsyncedInput {
+    cluster: String,
+    reason: String,
+}
+
+impl UnsyncedInput {
+    pub(super) fn wit(self) -> UnsyncedCluster {
+        UnsyncedCluster {
+            cluster: self.cluster,
+            reason: self.reason,
+        }
+    }
 }
 
 /// WIT `member-read`.
@@ -192,6 +211,12 @@ pub fn decide_input(json: &str, input: &str) -> Result<DecideArgs, EvalError> {
         slice_bodies: slices.bodies().to_vec(),
         slice_maps: slices.maps().to_vec(),
         slice_ports: slices.ports().to_vec(),
+        unsynced: parsed
+            .pass
+            .unsynced
+            .into_iter()
+            .map(UnsyncedInput::wit)
+            .collect(),
     };
     let settings = SyncSettings {
         stale_timeout_ms: parsed.settings.stale_timeout_ms,
@@ -286,9 +311,10 @@ fn plan_json(p: SyncPlan) -> Value {
     })
 }
 
-/// A `status-basis` as `eval decide` prints it and `eval conclude` reads it.
+/// A `status-basis` as `eval decide` prints it and `eval conclude` reads it; `unsynced` only
+/// when there is one.
 fn basis_json(b: StatusBasis) -> Value {
-    json!({
+    let mut basis = json!({
         "report": b.report,
         "invalid": b.invalid,
         "dispatches": b.dispatches,
@@ -300,5 +326,14 @@ fn basis_json(b: StatusBasis) -> Value {
         "unknownProviders": b.unknown_providers,
         "unknownConsumers": b.unknown_consumers,
         "incompatible": b.incompatible,
-    })
+    });
+    if !b.unsynced.is_empty() {
+        let unsynced: Vec<Value> = b
+            .unsynced
+            .into_iter()
+            .map(|u| json!({ "cluster": u.cluster, "reason": u.reason }))
+            .collect();
+        basis["unsynced"] = json!(unsynced);
+    }
+    basis
 }

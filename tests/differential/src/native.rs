@@ -256,13 +256,15 @@ record!(MemberRead {
     unreadable_ms,
     last_ingress
 });
+record!(UnsyncedCluster { cluster, reason });
 record!(PassRead {
     mcs,
     members,
     template,
     slice_bodies,
     slice_maps,
-    slice_ports
+    slice_ports,
+    unsynced,
 });
 record!(SyncSettings { stale_timeout_ms });
 record!(SliceWrite {
@@ -285,6 +287,7 @@ record!(StatusBasis {
     unknown_providers,
     unknown_consumers,
     incompatible,
+    unsynced,
 });
 record!(PassDecision {
     plan,
@@ -305,6 +308,7 @@ record!(StatusNow {
 record!(Reported {
     unknown,
     incompatible,
+    unsynced,
     service_applied,
     dispatched,
     load_balancer,

@@ -1114,6 +1114,7 @@ fn decide(u: &mut Unstructured<'_>) -> Result<Call> {
             slice_bodies: read.bodies().to_vec(),
             slice_maps: read.maps().to_vec(),
             slice_ports: read.ports().to_vec(),
+            unsynced: list(u, unsynced)?,
         },
         settings: h::SyncSettings {
             stale_timeout_ms: if u.arbitrary()? {
@@ -1123,6 +1124,27 @@ fn decide(u: &mut Unstructured<'_>) -> Result<Call> {
             },
         },
         slices: Box::new(read),
+    })
+}
+
+/// A cluster that exists but is not synced, with why (a name from [`CLUSTERS`], as an MCS
+/// may list it).
+fn unsynced(u: &mut Unstructured<'_>) -> Result<h::UnsyncedCluster> {
+    Ok(h::UnsyncedCluster {
+        cluster: string(u, CLUSTERS)?,
+        reason: if odds(u, 1, 8)? {
+            failure(u)?
+        } else {
+            string(
+                u,
+                &[
+                    "pull mode (Karmada's agent in the cluster syncs it; this controller \
+                     reaches push-mode clusters only)",
+                    "its secret karmada-cluster/member2 does not exist",
+                    "",
+                ],
+            )?
+        },
     })
 }
 
@@ -1152,6 +1174,7 @@ const CONDITION_TYPES: &[&str] = &[
     "ServiceApplied",
     "EndpointSliceDispatched",
     "LoadBalancerStatusReported",
+    "ClustersSynced",
     "Ready",
 ];
 
@@ -1218,6 +1241,7 @@ fn conclude(u: &mut Unstructured<'_>) -> Result<Call> {
         unknown_providers: names(u)?,
         unknown_consumers: names(u)?,
         incompatible: list(u, |u| string(u, incompatible))?,
+        unsynced: list(u, unsynced)?,
     };
     let optional = |u: &mut Unstructured<'_>| -> Result<Option<bool>> {
         Ok(if u.arbitrary()? {
@@ -1247,6 +1271,9 @@ fn conclude(u: &mut Unstructured<'_>) -> Result<Call> {
                     string(u, &["provider member9", "consumer member8", "member9"])
                 })?,
                 incompatible: list(u, |u| string(u, incompatible))?,
+                unsynced: list(u, |u| {
+                    string(u, &["Cluster member2 is not synced: pull mode", "x"])
+                })?,
                 service_applied: optional(u)?,
                 dispatched: optional(u)?,
                 load_balancer: optional(u)?,

@@ -116,6 +116,7 @@ impl Guest for Hostile {
             reported: reported.unwrap_or(Reported {
                 unknown: Vec::new(),
                 incompatible: Vec::new(),
+                unsynced: Vec::new(),
                 service_applied: None,
                 dispatched: None,
                 load_balancer: None,

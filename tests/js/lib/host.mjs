@@ -532,8 +532,12 @@ function passToWit(pass, slices) {
   wit.sliceBodies = slices.bodies.items;
   wit.sliceMaps = slices.maps.items;
   wit.slicePorts = slices.ports.items;
+  wit.unsynced = (pass.unsynced ?? []).map(unsyncedToWit);
   return wit;
 }
+
+/** `unsynced-cluster`, in and out: `{cluster, reason}`, nothing else. */
+const unsyncedToWit = (u) => ({ cluster: u.cluster, reason: u.reason });
 
 function planAnswer(p) {
   return {
@@ -550,9 +554,12 @@ function planAnswer(p) {
   };
 }
 
-/** `basis_json`: a `status-basis` as `eval decide` prints it and `eval conclude` reads it. */
+/**
+ * `basis_json`: a `status-basis` as `eval decide` prints it and `eval conclude` reads it;
+ * `unsynced` only when there is one.
+ */
 function basisAnswer(b) {
-  return {
+  const basis = {
     report: b.report,
     invalid: orNull(b.invalid),
     dispatches: b.dispatches,
@@ -565,6 +572,8 @@ function basisAnswer(b) {
     unknownConsumers: b.unknownConsumers,
     incompatible: b.incompatible,
   };
+  if (b.unsynced.length > 0) basis.unsynced = b.unsynced.map(unsyncedToWit);
+  return basis;
 }
 
 /**
@@ -620,6 +629,7 @@ function basisToWit(b) {
     unknownProviders: b.unknownProviders ?? [],
     unknownConsumers: b.unknownConsumers ?? [],
     incompatible: b.incompatible ?? [],
+    unsynced: (b.unsynced ?? []).map(unsyncedToWit),
   };
 }
 
@@ -643,6 +653,7 @@ export function runConclude(policy, input) {
       : {
           unknown: r.unknown ?? [],
           incompatible: r.incompatible ?? [],
+          unsynced: r.unsynced ?? [],
           serviceApplied: r.serviceApplied ?? undefined,
           dispatched: r.dispatched ?? undefined,
           loadBalancer: r.loadBalancer ?? undefined,
@@ -657,16 +668,19 @@ export function runConclude(policy, input) {
     }
   }
   const rep = update.reported;
+  const reported = {
+    unknown: rep.unknown,
+    incompatible: rep.incompatible,
+    serviceApplied: orNull(rep.serviceApplied),
+    dispatched: orNull(rep.dispatched),
+    loadBalancer: orNull(rep.loadBalancer),
+  };
+  // `eval conclude` prints `unsynced` only when there is one.
+  if (rep.unsynced.length > 0) reported.unsynced = rep.unsynced;
   return {
     conditions,
     events: update.events.map((e) => ({ warning: e.warning, reason: e.reason, message: e.message })),
-    reported: {
-      unknown: rep.unknown,
-      incompatible: rep.incompatible,
-      serviceApplied: orNull(rep.serviceApplied),
-      dispatched: orNull(rep.dispatched),
-      loadBalancer: orNull(rep.loadBalancer),
-    },
+    reported,
     retry: update.retry,
   };
 }

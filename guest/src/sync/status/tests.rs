@@ -70,6 +70,7 @@ fn basis() -> StatusBasis {
         unknown_providers: Vec::new(),
         unknown_consumers: Vec::new(),
         incompatible: Vec::new(),
+        unsynced: Vec::new(),
     }
 }
 
@@ -86,6 +87,7 @@ fn only_changes_are_reported() {
     let now = Reported {
         unknown: vec!["provider ghost".into()],
         incompatible: vec![incompatible("Consumer", "old")],
+        unsynced: Vec::new(),
         service_applied: Some(false),
         dispatched: Some(true),
         load_balancer: None,
@@ -406,6 +408,111 @@ fn a_second_identical_pass_emits_no_events_and_writes_no_conditions() {
     assert!(second.events.is_empty());
     assert_eq!(second.reported, first.reported);
     assert!(second.retry);
+}
+
+fn not_synced_basis(clusters: &[(&str, &str)]) -> StatusBasis {
+    StatusBasis {
+        unsynced: clusters
+            .iter()
+            .map(|(cluster, reason)| UnsyncedCluster {
+                cluster: cluster.to_string(),
+                reason: reason.to_string(),
+            })
+            .collect(),
+        ..basis()
+    }
+}
+
+#[test]
+fn a_cluster_not_synced_sets_clusters_synced_false_and_gets_one_event_when_news() {
+    let pull = "pull mode (Karmada's agent in the cluster syncs it)";
+    let listed = not_synced_basis(&[("m3", pull), ("m4", "its secret s does not exist")]);
+    let first = conclude(&listed, &no_failures(), &current("[]"), None);
+    let types: Vec<String> = conditions(&first).into_iter().map(|c| c.0).collect();
+    assert_eq!(types, [VALID, SERVICE_APPLIED, DISPATCHED, CLUSTERS_SYNCED]);
+    let m3 = format!("Cluster m3 is not synced: {pull}");
+    let m4 = "Cluster m4 is not synced: its secret s does not exist".to_string();
+    assert_eq!(
+        condition(&first, CLUSTERS_SYNCED),
+        (
+            "False".into(),
+            CLUSTER_NOT_SYNCED.into(),
+            format!("{m3}; {m4}")
+        )
+    );
+    // Dispatched reports the clusters that are synced: a cluster not synced is no failure, and
+    // no retry fixes it.
+    assert_eq!(condition(&first, DISPATCHED).0, "True");
+    assert!(!first.retry);
+    let not_synced: Vec<&EventNote> = first
+        .events
+        .iter()
+        .filter(|e| e.reason == CLUSTER_NOT_SYNCED)
+        .collect();
+    assert_eq!(not_synced.len(), 2);
+    assert!(not_synced.iter().all(|e| e.warning));
+    assert_eq!([&not_synced[0].message, &not_synced[1].message], [&m3, &m4]);
+    assert_eq!(first.reported.unsynced, [m3.clone(), m4.clone()]);
+    // The same again: nothing new.
+    let written = first.conditions.clone().unwrap();
+    let again = conclude(
+        &listed,
+        &no_failures(),
+        &current(&written),
+        Some(&first.reported),
+    );
+    assert!(again.events.is_empty() && again.conditions.is_none());
+    // Another reason for m4 is news: an Event for each cluster not synced now, as for
+    // ClusterNotFound.
+    let moved = not_synced_basis(&[("m3", pull), ("m4", "its spec.apiEndpoint is empty")]);
+    let next = conclude(
+        &moved,
+        &no_failures(),
+        &current(&written),
+        Some(&first.reported),
+    );
+    assert_eq!(
+        reasons(&next.events),
+        [CLUSTER_NOT_SYNCED, CLUSTER_NOT_SYNCED]
+    );
+    assert!(
+        next.events[1]
+            .message
+            .ends_with("its spec.apiEndpoint is empty")
+    );
+    // Once every listed cluster is synced, the condition turns True (no Event: nothing to
+    // warn about).
+    let synced = conclude(
+        &basis(),
+        &no_failures(),
+        &current(&written),
+        Some(&first.reported),
+    );
+    assert_eq!(
+        condition(&synced, CLUSTERS_SYNCED),
+        (
+            "True".into(),
+            "AllClustersSynced".into(),
+            "Every listed cluster that exists is synced".into()
+        )
+    );
+    assert!(synced.events.is_empty());
+    assert!(synced.reported.unsynced.is_empty());
+}
+
+#[test]
+fn clusters_synced_is_not_added_to_an_mcs_that_never_listed_a_cluster_not_synced() {
+    let update = conclude(&basis(), &no_failures(), &current("[]"), None);
+    let types: Vec<String> = conditions(&update).into_iter().map(|c| c.0).collect();
+    assert_eq!(types, [VALID, SERVICE_APPLIED, DISPATCHED]);
+    // An invalid MCS reports Valid only.
+    let invalid = StatusBasis {
+        invalid: Some("spec.types: Unsupported value".into()),
+        ..not_synced_basis(&[("m3", "pull mode")])
+    };
+    let update = conclude(&invalid, &no_failures(), &current("[]"), None);
+    assert_eq!(conditions(&update).len(), 1);
+    assert!(update.events.is_empty());
 }
 
 #[test]

@@ -23,7 +23,7 @@ use std::sync::Mutex;
 use kube::Api;
 use kube::api::{DynamicObject, ListParams};
 
-use super::{ClientOptions, Cluster, ClusterError, Membership, Registry};
+use super::{ClientOptions, Cluster, ClusterError, Membership, Registry, UnsyncedCluster};
 use crate::engine::PolicyEngine;
 use clients::Clients;
 pub use clients::{Fingerprint, fingerprint};
@@ -77,8 +77,9 @@ impl Karmada {
     }
 
     /// The push-mode clusters that can be reached now, and which are ready. A cluster that
-    /// cannot be used (Pull mode, no endpoint, secret missing, ...) is left out and logged,
-    /// once per reason; only a failure to list the clusters fails the whole membership.
+    /// cannot be used (Pull mode, no endpoint, secret missing, ...) is left out, logged once
+    /// per reason, and named with why in the registry's `unsynced`, as is one that is not a
+    /// `--member` name; only a failure to list the clusters fails the whole membership.
     pub async fn membership(&self) -> Result<Membership, ClusterError> {
         let api: Api<DynamicObject> = Api::all_with(self.hub.client.clone(), &resource());
         let objects = api
@@ -98,7 +99,6 @@ impl Karmada {
                     .connect(&self.hub.client, &target)
                     .await
                     .map(|cluster| (target, cluster)),
-                Err(Skip::NotSelected) => continue,
                 Err(skip) => Err(skip),
             };
             outcomes.push((name, outcome));
@@ -115,15 +115,27 @@ impl Karmada {
     }
 
     /// Turns this pass's outcomes into the membership: logs what changed, forgets the clients
-    /// of clusters that are gone.
+    /// of clusters that are gone. The Cluster objects left out are the registry's `unsynced`,
+    /// each with why.
     fn record(&self, outcomes: Vec<(String, Resolved)>) -> Membership {
         let mut members = Vec::new();
         let mut ready = Vec::new();
+        let unsynced: Vec<UnsyncedCluster> = outcomes
+            .iter()
+            .filter_map(|(name, outcome)| {
+                let reason = outcome.as_ref().err()?.unsynced_reason()?;
+                Some(UnsyncedCluster {
+                    cluster: name.clone(),
+                    reason,
+                })
+            })
+            .collect();
         let Ok(mut memory) = self.memory.lock() else {
             return Membership {
                 registry: Registry {
                     hub: self.hub.clone(),
                     members,
+                    unsynced,
                 },
                 ready,
             };
@@ -141,6 +153,8 @@ impl Karmada {
                     present.insert(name.clone());
                     members.push(cluster);
                 }
+                // Left out by choice: not worth a log line per cluster.
+                Err(Skip::NotSelected) => {}
                 Err(skip) => {
                     skipped.insert(name.clone());
                     if memory.skipped.get(&name) != Some(&skip) {
@@ -163,6 +177,7 @@ impl Karmada {
             registry: Registry {
                 hub: self.hub.clone(),
                 members,
+                unsynced,
             },
             ready,
         }

@@ -81,6 +81,23 @@ pub enum Skip {
     Client(String),
 }
 
+impl Skip {
+    /// Why a Cluster object left out is not synced, as an MCS that lists it reports it (WIT
+    /// `unsynced-cluster.reason`: `Cluster <name> is not synced: <reason>`); `None` when there
+    /// is no such Cluster object (a `--member` name of none), which an MCS reports as unknown.
+    pub fn unsynced_reason(&self) -> Option<String> {
+        match self {
+            Skip::Pull => Some(
+                "pull mode (Karmada's agent in the cluster syncs it; this controller reaches \
+                 push-mode clusters only)"
+                    .to_string(),
+            ),
+            Skip::NotFound => None,
+            other => Some(other.to_string()),
+        }
+    }
+}
+
 /// The parts of `spec` membership reads (Karmada's `ClusterSpec`; the JSON names are
 /// Karmada's, not camelCase of ours).
 #[derive(Debug, Default, Deserialize)]
@@ -288,5 +305,20 @@ mod tests {
         assert_eq!(decide(&object, &only, valid), Err(Skip::NotSelected));
         let object = cluster("member2", push("https://m"), Some("True"));
         assert!(decide(&object, &only, valid).is_ok());
+    }
+
+    #[test]
+    fn a_cluster_left_out_is_not_synced_with_its_reason_unless_it_does_not_exist() {
+        let pull = Skip::Pull.unsynced_reason().unwrap();
+        assert!(pull.starts_with("pull mode (Karmada's agent"), "{pull}");
+        assert_eq!(
+            Skip::SecretMissing("karmada-cluster/m3".into()).unsynced_reason(),
+            Some("its secret karmada-cluster/m3 does not exist".into())
+        );
+        assert_eq!(
+            Skip::NotSelected.unsynced_reason(),
+            Some("it is not one of the --member names".into())
+        );
+        assert_eq!(Skip::NotFound.unsynced_reason(), None);
     }
 }
