@@ -1,34 +1,33 @@
 //! Every kustomization of the repository, built by a real kustomize: `kubectl kustomize DIR`
-//! with the first `kubectl` on PATH (scripts/test.sh installs Debian's kubernetes-client when
-//! there is none). Kustomize itself refuses a file reached through `../`; what it builds is then
-//! checked object by object: the objects each kustomization is for (kinds, names, namespaces),
-//! each a valid object of its Kubernetes type, every namespace, ServiceAccount and role that
-//! something needs present, the Deployments' arguments parsed by `mcs-policy`'s own command
-//! line and pointing at mounted files, probes on served ports, restricted Pod Security, the
-//! placeholder image, budgets that select their pods.
+//! with the first `kubectl` on PATH (scripts/test.sh puts scripts/k8s-tools.sh's kubectl 1.36
+//! first). The folders' files are rendered from the Helm chart (scripts/render-deploy.sh;
+//! deploy_chart.rs checks the chart itself). Kustomize itself refuses a file reached through
+//! `../`; what it builds is then checked object by object (deploy_common): the objects each
+//! kustomization is for (kinds, names, namespaces), each a valid object of its Kubernetes type,
+//! every namespace, ServiceAccount and role that something needs present, the Deployments'
+//! arguments parsed by `mcs-policy`'s own command line and pointing at mounted files, probes on
+//! served ports, restricted Pod Security, the image scripts/build-image.sh builds, budgets that
+//! select their pods.
 
-use std::collections::{BTreeMap, BTreeSet};
+#[allow(dead_code)] // each test file uses its part
+mod deploy_common;
+
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use clap::Parser;
-use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{Namespace, Secret, Service, ServiceAccount};
-use k8s_openapi::api::policy::v1::PodDisruptionBudget;
-use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
+use deploy_common::{
+    Id, check_budgets, check_namespaces_restricted, check_probes, check_references,
+    check_restricted, check_valid_objects, container, flag, ids, mount_of, of_kind, parsed, want,
+};
 use mcs_policy::clusters::origin::{HubOrigin, MemberOrigin};
-use mcs_policy::config::{Args, Command as McsCommand};
-use serde::Deserialize;
-use serde::Serialize;
-use serde::de::DeserializeOwned;
+use mcs_policy::config::Command as McsCommand;
 use serde_json::Value;
 use tests::workspace_root;
 
-/// The image every Deployment runs: a placeholder the user sets (no image is published).
-const IMAGE: &str = "registry.example.com/mcs-policy:0.1.0";
-
-/// `(kind, namespace or "", name)`.
-type Id = (String, String, String);
+/// The image every Deployment runs: what scripts/build-image.sh builds (the user sets another in
+/// `images:`).
+const IMAGE: &str = "localhost/mcs-policy:0.1.0";
 
 /// What a kustomization is for.
 struct Expected {
@@ -155,8 +154,8 @@ fn kubectl() -> &'static str {
             .unwrap_or_else(|err| {
                 panic!(
                     "these tests build the kustomizations with a real kustomize, `kubectl \
-                     kustomize`, and no kubectl runs here ({err}); install one (scripts/test.sh \
-                     installs Debian's kubernetes-client when none is on PATH)"
+                     kustomize`, and no kubectl runs here ({err}): put one first on PATH, e.g. \
+                     PATH=\"$(scripts/k8s-tools.sh):$PATH\" (scripts/test.sh does)"
                 )
             });
         let text = String::from_utf8_lossy(&out.stdout);
@@ -213,10 +212,7 @@ fn build(dir: &str) -> Vec<Value> {
         String::from_utf8_lossy(&out.stderr)
     );
     let text = String::from_utf8(out.stdout).expect("UTF-8");
-    serde_yaml::Deserializer::from_str(&text)
-        .map(|doc| Value::deserialize(doc).expect("kustomize writes YAML"))
-        .filter(|v| !v.is_null())
-        .collect()
+    deploy_common::documents(&text, dir)
 }
 
 /// Every expected kustomization, built once.
@@ -224,33 +220,6 @@ fn built() -> &'static Vec<(&'static Expected, Vec<Value>)> {
     static BUILT: std::sync::OnceLock<Vec<(&'static Expected, Vec<Value>)>> =
         std::sync::OnceLock::new();
     BUILT.get_or_init(|| EXPECTED.iter().map(|e| (e, build(e.dir))).collect())
-}
-
-fn id(o: &Value) -> Id {
-    let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
-    (
-        text(&o["kind"]),
-        text(&o["metadata"]["namespace"]),
-        text(&o["metadata"]["name"]),
-    )
-}
-
-fn of_kind<'a>(objects: &'a [Value], kind: &str) -> impl Iterator<Item = &'a Value> {
-    let kind = kind.to_string();
-    objects.iter().filter(move |o| o["kind"] == kind.as_str())
-}
-
-fn has(objects: &[Value], kind: &str, namespace: &str, name: &str) -> bool {
-    let want = (kind.to_string(), namespace.to_string(), name.to_string());
-    objects.iter().any(|o| id(o) == want)
-}
-
-fn strings(v: &Value) -> Vec<&str> {
-    v.as_array()
-        .into_iter()
-        .flatten()
-        .map(|s| s.as_str().expect("a string"))
-        .collect()
 }
 
 #[test]
@@ -268,169 +237,22 @@ fn every_kustomization_in_the_repository_is_one_these_tests_know() {
 #[test]
 fn every_kustomization_builds_exactly_the_objects_it_is_for() {
     for (expected, objects) in built() {
-        let got: BTreeSet<Id> = objects.iter().map(id).collect();
-        assert_eq!(
-            got.len(),
-            objects.len(),
-            "{}: an object twice",
-            expected.dir
-        );
-        let want: BTreeSet<Id> = expected
-            .objects
-            .iter()
-            .map(|(k, ns, n)| (k.to_string(), ns.to_string(), n.to_string()))
-            .collect();
-        assert_eq!(got, want, "{}", expected.dir);
-    }
-}
-
-/// `doc` read as `T` and written back: any field `T` does not know, or a value of the wrong
-/// type, shows as a difference or an error.
-fn round_trip<T: DeserializeOwned + Serialize>(doc: &Value) -> Result<Value, String> {
-    let typed: T = serde_json::from_value(doc.clone()).map_err(|e| e.to_string())?;
-    serde_json::to_value(typed).map_err(|e| e.to_string())
-}
-
-/// Where `written` first differs from `read`, as a JSON pointer.
-fn first_difference(written: &Value, read: &Value, at: String) -> Option<String> {
-    match (written, read) {
-        (Value::Object(a), Value::Object(b)) => a
-            .iter()
-            .find_map(|(k, v)| match b.get(k) {
-                Some(w) => first_difference(v, w, format!("{at}/{k}")),
-                None => Some(format!("{at}/{k}")),
-            })
-            .or_else(|| {
-                b.keys()
-                    .find(|k| !a.contains_key(*k))
-                    .map(|k| format!("{at}/{k}"))
-            }),
-        (Value::Array(a), Value::Array(b)) if a.len() == b.len() => a
-            .iter()
-            .zip(b)
-            .enumerate()
-            .find_map(|(i, (v, w))| first_difference(v, w, format!("{at}/{i}"))),
-        (a, b) => (a != b).then_some(at),
+        let got: BTreeSet<Id> = ids(expected.dir, objects);
+        assert_eq!(got, want(expected.objects), "{}", expected.dir);
     }
 }
 
 #[test]
 fn every_object_is_a_valid_object_of_its_kubernetes_type() {
     for (expected, objects) in built() {
-        for o in objects {
-            let (kind, namespace, name) = id(o);
-            let back = match (o["apiVersion"].as_str().unwrap_or_default(), kind.as_str()) {
-                ("v1", "Namespace") => round_trip::<Namespace>(o),
-                ("v1", "ServiceAccount") => round_trip::<ServiceAccount>(o),
-                ("v1", "Service") => round_trip::<Service>(o),
-                ("v1", "Secret") => round_trip::<Secret>(o),
-                ("apps/v1", "Deployment") => round_trip::<Deployment>(o),
-                ("policy/v1", "PodDisruptionBudget") => round_trip::<PodDisruptionBudget>(o),
-                ("rbac.authorization.k8s.io/v1", "ClusterRole") => round_trip::<ClusterRole>(o),
-                ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding") => {
-                    round_trip::<ClusterRoleBinding>(o)
-                }
-                ("rbac.authorization.k8s.io/v1", "Role") => round_trip::<Role>(o),
-                ("rbac.authorization.k8s.io/v1", "RoleBinding") => round_trip::<RoleBinding>(o),
-                // cert-manager's kinds (webhook/certificate.yaml): not Kubernetes types.
-                ("cert-manager.io/v1", "Issuer" | "Certificate") => continue,
-                (version, kind) => panic!("{}: no check for {version} {kind}", expected.dir),
-            };
-            let back = back.unwrap_or_else(|err| {
-                panic!(
-                    "{}: {kind} {namespace}/{name} is not valid: {err}",
-                    expected.dir
-                )
-            });
-            if let Some(at) = first_difference(o, &back, String::new()) {
-                panic!(
-                    "{}: {kind} {namespace}/{name}: {at} is not a field of its type (or not \
-                     of its type's shape)",
-                    expected.dir
-                );
-            }
-        }
+        check_valid_objects(expected.dir, objects);
     }
 }
 
 #[test]
 fn every_namespace_account_and_role_that_something_needs_is_there() {
     for (expected, objects) in built() {
-        let dir = expected.dir;
-        let present = |kind: &str, ns: &str, name: &str| has(objects, kind, ns, name);
-        let namespace_ok =
-            |ns: &str| present("Namespace", "", ns) || expected.foreign_namespaces.contains(&ns);
-        for o in objects {
-            let (kind, namespace, name) = id(o);
-            let cluster_scoped = matches!(
-                kind.as_str(),
-                "Namespace" | "ClusterRole" | "ClusterRoleBinding"
-            );
-            if cluster_scoped {
-                assert!(namespace.is_empty(), "{dir}: {kind} {name} has a namespace");
-                continue;
-            }
-            // Never left to kubectl's current namespace.
-            assert!(
-                !namespace.is_empty(),
-                "{dir}: {kind} {name} has no namespace"
-            );
-            assert!(
-                namespace_ok(&namespace),
-                "{dir}: {kind} {name}: namespace {namespace} is not made here"
-            );
-        }
-        for binding in of_kind(objects, "RoleBinding").chain(of_kind(objects, "ClusterRoleBinding"))
-        {
-            let (kind, namespace, name) = id(binding);
-            let role = &binding["roleRef"];
-            let role_ns = if role["kind"] == "Role" {
-                namespace.as_str()
-            } else {
-                ""
-            };
-            assert!(
-                present(
-                    role["kind"].as_str().unwrap(),
-                    role_ns,
-                    role["name"].as_str().unwrap()
-                ),
-                "{dir}: {kind} {name} refers to a missing {role}"
-            );
-            for subject in binding["subjects"].as_array().expect("subjects") {
-                assert_eq!(subject["kind"], "ServiceAccount", "{dir}: {kind} {name}");
-                let (ns, account) = (
-                    subject["namespace"].as_str().expect("subject namespace"),
-                    subject["name"].as_str().unwrap(),
-                );
-                assert!(
-                    present("ServiceAccount", ns, account),
-                    "{dir}: {kind} {name} binds {ns}/{account}, which is not made here"
-                );
-            }
-        }
-        for d in of_kind(objects, "Deployment") {
-            let (_, namespace, name) = id(d);
-            let account = d["spec"]["template"]["spec"]["serviceAccountName"]
-                .as_str()
-                .unwrap_or_else(|| panic!("{dir}: Deployment {name} names its ServiceAccount"));
-            assert!(
-                present("ServiceAccount", &namespace, account),
-                "{dir}: Deployment {name} runs as {account}, which is not made here"
-            );
-        }
-        for s in of_kind(objects, "Secret") {
-            if s["type"] == "kubernetes.io/service-account-token" {
-                let (_, namespace, name) = id(s);
-                let account = s["metadata"]["annotations"]["kubernetes.io/service-account.name"]
-                    .as_str()
-                    .unwrap_or_else(|| panic!("{dir}: token {name} names its account"));
-                assert!(
-                    present("ServiceAccount", &namespace, account),
-                    "{dir}: {name}"
-                );
-            }
-        }
+        check_references(expected.dir, objects, expected.foreign_namespaces);
     }
 }
 
@@ -442,105 +264,18 @@ fn deployments() -> Vec<(&'static str, &'static Value)> {
         .collect()
 }
 
-/// The one container of a Deployment.
-fn container(d: &Value) -> &Value {
-    let containers = d["spec"]["template"]["spec"]["containers"]
-        .as_array()
-        .expect("containers");
-    assert_eq!(containers.len(), 1, "one container");
-    &containers[0]
-}
-
-/// The arguments of `d`'s container with `$(VAR)` replaced as the kubelet does, each VAR being
-/// one of its `env` entries: a value, or the Pod's namespace (`fieldRef` `metadata.namespace`).
-fn expanded_args(d: &Value) -> Vec<String> {
-    let c = container(d);
-    let env: BTreeMap<&str, String> = c["env"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|e| {
-            let name = e["name"].as_str().unwrap();
-            let field = &e["valueFrom"]["fieldRef"]["fieldPath"];
-            let value = match e["value"].as_str() {
-                Some(value) => value.to_string(),
-                None if field == "metadata.namespace" => id(d).1,
-                None => panic!("env {name}: a value or the Pod's namespace"),
-            };
-            (name, value)
-        })
-        .collect();
-    strings(&c["args"])
-        .into_iter()
-        .map(|arg| {
-            let mut arg = arg.to_string();
-            while let Some(start) = arg.find("$(") {
-                let end = arg[start..].find(')').expect("a closed $(") + start;
-                let name = &arg[start + 2..end];
-                let value = env
-                    .get(name)
-                    .unwrap_or_else(|| panic!("{arg}: ${name} is not in the container's env"));
-                arg.replace_range(start..=end, value);
-            }
-            arg
-        })
-        .collect()
-}
-
-/// The value following `flag`.
-fn flag<'a>(args: &'a [String], flag: &str) -> Option<&'a str> {
-    let i = args.iter().position(|a| a == flag)?;
-    args.get(i + 1).map(String::as_str)
-}
-
-/// The volume mounted over `path` in `d`'s container (the longest mount path that holds it),
-/// and the file name it gives `path` within that volume.
-fn mount_of<'a>(d: &'a Value, path: &str) -> (&'a Value, &'a Value, String) {
-    let c = container(d);
-    let mount = c["volumeMounts"]
-        .as_array()
-        .expect("volumeMounts")
-        .iter()
-        .filter(|m| {
-            let at = m["mountPath"].as_str().unwrap().trim_end_matches('/');
-            path == at || path.starts_with(&format!("{at}/"))
-        })
-        .max_by_key(|m| m["mountPath"].as_str().unwrap().len())
-        .unwrap_or_else(|| panic!("nothing is mounted at {path}"));
-    let volume = d["spec"]["template"]["spec"]["volumes"]
-        .as_array()
-        .expect("volumes")
-        .iter()
-        .find(|v| v["name"] == mount["name"])
-        .expect("the mounted volume exists");
-    let at = mount["mountPath"].as_str().unwrap();
-    let file = match mount["subPath"].as_str() {
-        Some(sub) => {
-            assert_eq!(path, at, "a subPath mount is the file itself");
-            sub.to_string()
-        }
-        None => path[at.len()..].trim_start_matches('/').to_string(),
-    };
-    (mount, volume, file)
-}
-
 #[test]
 fn the_deployments_arguments_are_ones_mcs_policy_accepts() {
     let mut commands = BTreeSet::new();
     for (dir, d) in deployments() {
-        let args = expanded_args(d);
-        let argv = std::iter::once("mcs-policy".to_string()).chain(args.iter().cloned());
-        let parsed = Args::try_parse_from(argv)
-            .unwrap_or_else(|err| panic!("{dir}: mcs-policy refuses {args:?}:\n{err}"));
-        assert_eq!(parsed.log_format, "json", "{dir}: logs for a collector");
-        match parsed.command {
+        match parsed(dir, d).1 {
             McsCommand::Serve(_) => {
                 commands.insert("serve");
             }
             McsCommand::Sync(sync) => {
                 commands.insert("sync");
                 sync.origins()
-                    .unwrap_or_else(|err| panic!("{dir}: `sync {args:?}` would not start: {err}"));
+                    .unwrap_or_else(|err| panic!("{dir}: `sync` would not start: {err}"));
                 assert!(sync.leader.leader_elect, "{dir}: replicas elect a leader");
                 assert!(
                     sync.metrics_listen.is_some(),
@@ -549,6 +284,7 @@ fn the_deployments_arguments_are_ones_mcs_policy_accepts() {
             }
             other => panic!("{dir}: the Deployment runs {other:?}"),
         }
+        deploy_common::check_mounts(dir, d);
     }
     assert_eq!(commands, BTreeSet::from(["serve", "sync"]));
 }
@@ -556,10 +292,8 @@ fn the_deployments_arguments_are_ones_mcs_policy_accepts() {
 #[test]
 fn the_sync_deployments_reach_the_hub_and_the_members_as_documented() {
     for (dir, d) in deployments() {
-        let args = expanded_args(d);
-        let argv = std::iter::once("mcs-policy".to_string()).chain(args.iter().cloned());
-        let parsed = Args::try_parse_from(argv).unwrap_or_else(|err| panic!("{dir}: {err}"));
-        let McsCommand::Sync(sync) = parsed.command else {
+        let (args, command) = parsed(dir, d);
+        let McsCommand::Sync(sync) = command else {
             continue;
         };
         let origins = sync.origins().unwrap();
@@ -620,90 +354,23 @@ fn the_sync_deployments_reach_the_hub_and_the_members_as_documented() {
 #[test]
 fn the_probes_ask_healthz_and_readyz_on_the_served_port() {
     for (dir, d) in deployments() {
-        let c = container(d);
-        let args = expanded_args(d);
-        let (listen, scheme) = match args[0].as_str() {
-            "serve" => (flag(&args, "--listen"), "HTTPS"),
-            _ => (flag(&args, "--metrics-listen"), "HTTP"),
-        };
-        let port: u64 = listen
-            .and_then(|l| l.rsplit(':').next()?.parse().ok())
-            .unwrap_or_else(|| panic!("{dir}: the served address {listen:?}"));
-        let named = c["ports"]
-            .as_array()
-            .expect("ports")
-            .iter()
-            .find(|p| p["containerPort"] == port)
-            .unwrap_or_else(|| panic!("{dir}: port {port} is declared"));
-        for (probe, path) in [("readinessProbe", "/readyz"), ("livenessProbe", "/healthz")] {
-            let get = &c[probe]["httpGet"];
-            assert_eq!(get["path"], path, "{dir}: {probe}");
-            assert_eq!(get["scheme"], scheme, "{dir}: {probe}");
-            assert!(
-                get["port"] == named["name"] || get["port"] == port,
-                "{dir}: {probe} asks port {}",
-                get["port"]
-            );
-        }
+        check_probes(dir, d);
     }
 }
 
 #[test]
 fn the_pods_meet_the_restricted_pod_security_standard() {
     for (dir, d) in deployments() {
-        let pod = &d["spec"]["template"]["spec"];
-        let c = container(d);
-        let sc = &c["securityContext"];
-        let effective = |key: &str| sc.get(key).or_else(|| pod["securityContext"].get(key));
-        assert_eq!(effective("runAsNonRoot"), Some(&Value::Bool(true)), "{dir}");
-        assert_eq!(
-            effective("seccompProfile").map(|p| &p["type"]),
-            Some(&Value::from("RuntimeDefault")),
-            "{dir}"
-        );
-        assert_eq!(sc["allowPrivilegeEscalation"], false, "{dir}");
-        assert_eq!(sc["readOnlyRootFilesystem"], true, "{dir}");
-        assert_eq!(strings(&sc["capabilities"]["drop"]), ["ALL"], "{dir}");
-        assert!(sc["capabilities"].get("add").is_none(), "{dir}");
-        assert_ne!(sc["privileged"], true, "{dir}");
-        for host in ["hostNetwork", "hostPID", "hostIPC"] {
-            assert_ne!(pod[host], true, "{dir}: {host}");
-        }
-        for volume in pod["volumes"].as_array().into_iter().flatten() {
-            let kind: Vec<&String> = volume
-                .as_object()
-                .unwrap()
-                .keys()
-                .filter(|k| *k != "name")
-                .collect();
-            assert!(
-                matches!(kind[..], [k] if ["secret", "emptyDir", "configMap", "projected"].contains(&k.as_str())),
-                "{dir}: volume {volume} is not one restricted pods may have"
-            );
-        }
-        let requests = &c["resources"]["requests"];
-        let limits = &c["resources"]["limits"];
-        assert!(
-            requests["cpu"].is_string() && requests["memory"].is_string(),
-            "{dir}"
-        );
-        assert!(limits["memory"].is_string(), "{dir}: a memory limit");
+        check_restricted(dir, d);
     }
     // Where the pods' namespace is made here, it enforces `restricted`.
     for (expected, objects) in built() {
-        for ns in of_kind(objects, "Namespace") {
-            let labels = &ns["metadata"]["labels"];
-            assert_eq!(
-                labels["pod-security.kubernetes.io/enforce"], "restricted",
-                "{}: {}",
-                expected.dir, ns["metadata"]["name"]
-            );
-        }
+        check_namespaces_restricted(expected.dir, objects);
     }
 }
 
 #[test]
-fn the_image_is_the_placeholder_the_user_sets_not_a_published_one() {
+fn the_image_is_the_one_build_image_makes_not_a_published_one() {
     for (dir, d) in deployments() {
         let image = container(d)["image"].as_str().unwrap();
         assert_eq!(image, IMAGE, "{dir}");
@@ -722,29 +389,6 @@ fn the_image_is_the_placeholder_the_user_sets_not_a_published_one() {
 #[test]
 fn every_disruption_budget_keeps_one_pod_of_its_deployment() {
     for (expected, objects) in built() {
-        for pdb in of_kind(objects, "PodDisruptionBudget") {
-            let (_, namespace, name) = id(pdb);
-            let selector = pdb["spec"]["selector"]["matchLabels"].as_object().unwrap();
-            let selected: Vec<&Value> = of_kind(objects, "Deployment")
-                .filter(|d| id(d).1 == namespace)
-                .filter(|d| {
-                    let labels = &d["spec"]["template"]["metadata"]["labels"];
-                    selector.iter().all(|(k, v)| &labels[k] == v)
-                })
-                .collect();
-            assert_eq!(
-                selected.len(),
-                1,
-                "{}: {name} selects one Deployment",
-                expected.dir
-            );
-            let replicas = selected[0]["spec"]["replicas"].as_u64().unwrap();
-            let min = pdb["spec"]["minAvailable"].as_u64().expect("minAvailable");
-            assert!(
-                min >= 1 && min < replicas,
-                "{}: {name} keeps one pod and lets one go",
-                expected.dir
-            );
-        }
+        check_budgets(expected.dir, objects);
     }
 }
