@@ -34,7 +34,7 @@ pub enum ServeError {
     #[error(transparent)]
     Tls(#[from] TlsError),
     #[error(transparent)]
-    Managed(#[from] ManagedError),
+    Managed(#[from] Box<ManagedError>),
     #[error(
         "no certificate: pass --tls-cert and --tls-key, --self-signed, or --certificate-secret"
     )]
@@ -56,7 +56,7 @@ pub async fn serve(
     let engine = args.engine.load()?;
     crate::malloc::release_freed();
     tokio::pin!(shutdown);
-    let keeper = Keeper::from_args(&args.managed).await?;
+    let keeper = Keeper::from_args(&args.managed).await.map_err(Box::new)?;
     let (key, source) = match keeper {
         Some(keeper) => {
             let Some(material) = first_material(&keeper, &mut shutdown).await else {
@@ -66,7 +66,7 @@ pub async fn serve(
                 material.tls_cert.as_bytes(),
                 material.tls_key.as_bytes(),
             )?;
-            (key, Source::Managed(keeper, material))
+            (key, Source::Managed(Box::new((keeper, material))))
         }
         None => {
             let files = certificate_files(&args)?;
@@ -184,14 +184,14 @@ fn certificate_files(args: &ServeArgs) -> Result<CertFiles, ServeError> {
 /// Where the serving certificate comes from.
 enum Source {
     Files(CertFiles),
-    Managed(Keeper, Material),
+    Managed(Box<(Keeper, Material)>),
 }
 
 impl std::fmt::Display for Source {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Source::Files(files) => write!(f, "{}", files.cert.display()),
-            Source::Managed(keeper, _) => write!(f, "Secret {}", keeper.secret_name()),
+            Source::Managed(managed) => write!(f, "Secret {}", managed.0.secret_name()),
         }
     }
 }
@@ -273,7 +273,8 @@ fn spawn_reloaders(
     let metrics = state.metrics.clone();
     let files = match source {
         Source::Files(files) => files,
-        Source::Managed(keeper, material) => {
+        Source::Managed(managed) => {
+            let (keeper, material) = *managed;
             tokio::spawn(keep_certificate(
                 keeper,
                 material,

@@ -24,7 +24,7 @@ pub enum ConfigurationError {
         kind: &'static str,
         name: String,
         #[source]
-        source: kube::Error,
+        source: Box<kube::Error>,
     },
     #[error("{kind} {name:?} does not decode: {source}")]
     Decode {
@@ -123,7 +123,7 @@ fn api_error(
         verb,
         kind,
         name,
-        source,
+        source: Box::new(source),
     }
 }
 

@@ -240,7 +240,7 @@ pub fn next(
     } else {
         None
     };
-    let trusts_current = trusted.iter().any(|der| *der == current_ca.der);
+    let trusts_current = trusted.contains(&current_ca.der);
     let (mut tls_cert, mut tls_key) = (material.tls_cert.clone(), material.tls_key.clone());
     if let Some(reason) = renewal
         && (trusts_current || serving.expired(now))
@@ -448,13 +448,14 @@ mod tests {
         for step in [60, 60, 60] {
             now += days(step);
             if let Next::Write { material, .. } =
-                next(now, Some(&m), &[old_ca.clone()], &wanted()).unwrap()
+                next(now, Some(&m), std::slice::from_ref(&old_ca), &wanted()).unwrap()
             {
                 m = material;
             }
         }
         now += days(21); // day 201
-        let (rotated, why) = written(next(now, Some(&m), &[old_ca.clone()], &wanted()).unwrap());
+        let (rotated, why) =
+            written(next(now, Some(&m), std::slice::from_ref(&old_ca), &wanted()).unwrap());
         assert!(why.starts_with("the CA is due for renewal"), "{why}");
         let bundle = trusted_ders(&rotated.ca_bundle);
         assert_eq!(bundle.len(), 2);
@@ -463,7 +464,13 @@ mod tests {
         // Not yet trusted by the configurations: the serving certificate stays under the old CA.
         assert_eq!(rotated.tls_cert, m.tls_cert);
         assert_eq!(
-            next(now, Some(&rotated), &[old_ca.clone()], &wanted()).unwrap(),
+            next(
+                now,
+                Some(&rotated),
+                std::slice::from_ref(&old_ca),
+                &wanted()
+            )
+            .unwrap(),
             Next::Keep
         );
         // Once trusted, the serving certificate moves to the new CA.
@@ -481,8 +488,15 @@ mod tests {
         let ca = parse_all(&moved.ca_bundle).unwrap().remove(0);
         assert!(Facts::parse(&moved.tls_cert).unwrap().signed_by(&ca));
         // After the old CA expires it leaves the bundle.
-        let (pruned, why) =
-            written(next(t0() + days(301), Some(&moved), &[new_ca.clone()], &wanted()).unwrap());
+        let (pruned, why) = written(
+            next(
+                t0() + days(301),
+                Some(&moved),
+                std::slice::from_ref(&new_ca),
+                &wanted(),
+            )
+            .unwrap(),
+        );
         assert!(why.contains("an expired CA left the bundle"), "{why}");
         assert_eq!(trusted_ders(&pruned.ca_bundle), vec![new_ca]);
     }

@@ -115,14 +115,14 @@ pub enum ManagedError {
     )]
     NoNamespace,
     #[error(transparent)]
-    Cluster(#[from] crate::clusters::ClusterError),
+    Cluster(#[from] Box<crate::clusters::ClusterError>),
     #[error("{verb} Secret {namespace}/{name} failed: {source}")]
     Secret {
         verb: &'static str,
         namespace: String,
         name: String,
         #[source]
-        source: kube::Error,
+        source: Box<kube::Error>,
     },
     #[error(transparent)]
     Configuration(#[from] ConfigurationError),
@@ -167,11 +167,15 @@ impl Keeper {
             },
             None => HubOrigin::InCluster,
         };
-        let here = open::hub(&origin(&args.kubeconfig), &options).await?.client;
+        let here = open::hub(&origin(&args.kubeconfig), &options)
+            .await
+            .map_err(Box::new)?
+            .client;
         let configurations = match &args.webhook_kubeconfig {
             Some(_) => {
                 open::hub(&origin(&args.webhook_kubeconfig), &options)
-                    .await?
+                    .await
+                    .map_err(Box::new)?
                     .client
             }
             None => here.clone(),
@@ -333,7 +337,7 @@ impl Keeper {
             verb,
             namespace: self.namespace.clone(),
             name: self.secret.clone(),
-            source,
+            source: Box::new(source),
         }
     }
 }
@@ -379,7 +383,10 @@ pub async fn unregister(args: &UnregisterArgs) -> Result<(), ManagedError> {
         },
         None => HubOrigin::InCluster,
     };
-    let client = open::hub(&origin, &ClientOptions::default()).await?.client;
+    let client = open::hub(&origin, &ClientOptions::default())
+        .await
+        .map_err(Box::new)?
+        .client;
     for (kind, removed) in configurations::unregister(&client, &args.webhook_configuration).await? {
         let name = &args.webhook_configuration;
         match removed {
