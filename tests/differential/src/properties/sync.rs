@@ -6,7 +6,9 @@
 use guest::filter::{
     DISPATCH_MANAGER, MANAGED_BY_LABEL, PROVISION_CLUSTER_ANNOTATION, SERVICE_NAME_LABEL,
 };
-use guest::sync::status::{CONDITION_LIMIT, DISPATCHED, EVENT_LIMIT, SERVICE_APPLIED};
+use guest::sync::status::{
+    CLUSTERS_SYNCED, CONDITION_LIMIT, DISPATCHED, EVENT_LIMIT, SERVICE_APPLIED,
+};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use mcs_policy::engine::types as h;
 use mcs_policy::engine::{PassSlices, convert};
@@ -26,14 +28,38 @@ pub fn decide(call: &Call, decision: &h::PassDecision) {
         return;
     };
     let registered: Vec<String> = pass.members.iter().map(|m| m.cluster.clone()).collect();
-    let plan = native(&Call::Plan {
+    let mut plan = native(&Call::Plan {
         mcs: pass.mcs.clone(),
         registered_clusters: registered,
     });
+    // Listed names of clusters that exist but are not synced are not unknown: the status
+    // names them instead, each once.
+    let not_synced = |name: &String| pass.unsynced.iter().any(|u| &u.cluster == name);
+    let mut listed_unsynced: Vec<String> = Vec::new();
+    if let Answer::Plan(Ok(p)) = &mut plan {
+        for names in [&mut p.unknown_providers, &mut p.unknown_consumers] {
+            listed_unsynced.extend(names.iter().filter(|n| not_synced(n)).cloned());
+            names.retain(|n| !not_synced(n));
+        }
+    }
     ensure!(
         call,
         plan == Answer::Plan(Ok(decision.plan.clone())),
-        "the decision follows `plan`, which answers {plan:?}"
+        "the decision follows `plan` without the clusters not synced: {plan:?}"
+    );
+    let mut reported: Vec<String> = decision
+        .status
+        .unsynced
+        .iter()
+        .map(|u| u.cluster.clone())
+        .collect();
+    reported.sort();
+    listed_unsynced.sort();
+    listed_unsynced.dedup();
+    ensure!(
+        call,
+        reported == listed_unsynced,
+        "the status names each listed cluster not synced once: {reported:?}"
     );
     let p = &decision.plan;
     for w in &decision.copies {
@@ -344,6 +370,9 @@ pub fn conclude(call: &Call, update: &h::StatusUpdate) {
             let mut bounded = vec![SERVICE_APPLIED];
             if basis.dispatches {
                 bounded.push(DISPATCHED);
+            }
+            if !basis.unsynced.is_empty() {
+                bounded.push(CLUSTERS_SYNCED);
             }
             for type_ in bounded {
                 let message = conditions
