@@ -57,9 +57,15 @@ render() {
   done
 }
 
+# The webhook server with its self-managed certificate: it makes the Secret and the webhook
+# configurations itself (nothing else to install; `mcs-policy unregister` before removing it).
+render webhook mcs-policy-system \
+  "--set namespace.create=true --set sync.enabled=false" \
+  namespace.yaml webhook/serviceaccount.yaml webhook/rbac.yaml webhook/deployment.yaml \
+  webhook/service.yaml webhook/pdb.yaml
 # The webhook server with cert-manager's certificate (the configurations come from
 # `mcs-policy manifests`, for whichever API server holds the MultiClusterServices).
-render webhook mcs-policy-system \
+render webhook-cert-manager mcs-policy-system \
   "--set namespace.create=true --set sync.enabled=false --set webhook.certificate.mode=cert-manager" \
   namespace.yaml webhook/serviceaccount.yaml webhook/deployment.yaml webhook/service.yaml \
   webhook/pdb.yaml webhook/certificate.yaml
@@ -88,7 +94,7 @@ cp policies/crds/networking.karmada.io_multiclusterservices.yaml "$out/crd/"
 
 # Generated file -> where it lives.
 pairs=()
-for folder in webhook sync-rbac sync member karmada-hub karmada; do
+for folder in webhook webhook-cert-manager sync-rbac sync member karmada-hub karmada; do
   for f in "$out/$folder"/*.yaml; do
     pairs+=("$f" "policies/deploy/$folder/$(basename "$f")")
   done
@@ -110,7 +116,7 @@ for ((i = 0; i < ${#pairs[@]}; i += 2)); do
   fi
 done
 # A generated file the chart no longer renders.
-for folder in webhook sync-rbac sync member karmada-hub karmada; do
+for folder in webhook webhook-cert-manager sync-rbac sync member karmada-hub karmada; do
   for f in policies/deploy/$folder/*.yaml; do
     [ "$(basename "$f")" = kustomization.yaml ] && continue
     [ -f "$out/$folder/$(basename "$f")" ] && continue

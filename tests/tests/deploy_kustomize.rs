@@ -62,6 +62,21 @@ const EXPECTED: &[Expected] = &[
         objects: &[
             ("Namespace", "", "mcs-policy-system"),
             ("ServiceAccount", "mcs-policy-system", "mcs-policy"),
+            ("Role", "mcs-policy-system", "mcs-policy-certificate"),
+            ("RoleBinding", "mcs-policy-system", "mcs-policy-certificate"),
+            ("ClusterRole", "", "mcs-policy-webhook-configurations"),
+            ("ClusterRoleBinding", "", "mcs-policy-webhook-configurations"),
+            ("Deployment", "mcs-policy-system", "mcs-policy"),
+            ("Service", "mcs-policy-system", "mcs-policy"),
+            ("PodDisruptionBudget", "mcs-policy-system", "mcs-policy"),
+        ],
+        foreign_namespaces: &[],
+    },
+    Expected {
+        dir: "policies/deploy/webhook-cert-manager",
+        objects: &[
+            ("Namespace", "", "mcs-policy-system"),
+            ("ServiceAccount", "mcs-policy-system", "mcs-policy"),
             ("Deployment", "mcs-policy-system", "mcs-policy"),
             ("Service", "mcs-policy-system", "mcs-policy"),
             ("PodDisruptionBudget", "mcs-policy-system", "mcs-policy"),

@@ -21,8 +21,14 @@ fn deploy_dir() -> PathBuf {
     workspace_root().join("policies/deploy")
 }
 
-/// The webhook server's kustomization.
+/// The webhook server's kustomization with cert-manager's certificate, which most of these
+/// tests read: the server with no API access at all.
 fn webhook_dir() -> PathBuf {
+    deploy_dir().join("webhook-cert-manager")
+}
+
+/// The webhook server's kustomization with its self-managed certificate.
+fn self_managed_dir() -> PathBuf {
     deploy_dir().join("webhook")
 }
 
@@ -110,7 +116,8 @@ fn object(kind: &str, name: &str) -> Value {
     assert_eq!(
         found.len(),
         1,
-        "expected exactly one {kind} {name} in policies/deploy/webhook"
+        "expected exactly one {kind} {name} in {}",
+        webhook_dir().display()
     );
     found.into_iter().next().unwrap()
 }
@@ -452,10 +459,14 @@ fn the_disruption_budget_keeps_one_server_pod_up() {
 }
 
 #[test]
-fn the_server_account_mounts_no_token_and_no_role_is_bound_to_it() {
+fn with_cert_manager_the_server_account_mounts_no_token_and_no_role_is_bound_to_it() {
     let sa = object("ServiceAccount", SERVICE);
     assert_eq!(sa["automountServiceAccountToken"], false);
-    for (file, doc) in all_deploy_objects() {
+    // The self-managed folder binds the certificate's rights to an account of the same name.
+    for (file, doc) in all_deploy_objects()
+        .into_iter()
+        .filter(|(file, _)| !file.starts_with("webhook/"))
+    {
         if !matches!(
             doc["kind"].as_str(),
             Some("RoleBinding" | "ClusterRoleBinding")
@@ -726,6 +737,140 @@ fn the_optional_certificate_fills_the_tls_secret_for_the_service_name() {
 }
 
 /// Dockerfile instructions (`\` continuations joined, comments dropped), grouped by stage.
+/// `(namespace or "*", resource, resourceNames, verbs)` of every rule bound to the ServiceAccount
+/// `mcs-policy` in the self-managed folder.
+fn self_managed_rules() -> BTreeSet<(String, String, Vec<String>, Vec<String>)> {
+    let objects: Vec<Value> = objects_in(&self_managed_dir())
+        .into_iter()
+        .map(|(_, doc)| doc)
+        .collect();
+    let mut rules = BTreeSet::new();
+    for binding in objects.iter().filter(|d| {
+        matches!(
+            d["kind"].as_str(),
+            Some("RoleBinding" | "ClusterRoleBinding")
+        )
+    }) {
+        let ours = binding["subjects"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|s| {
+                s["kind"] == "ServiceAccount" && s["name"] == SERVICE && s["namespace"] == NAMESPACE
+            });
+        if !ours {
+            continue;
+        }
+        let role_ref = &binding["roleRef"];
+        let role = objects
+            .iter()
+            .find(|d| d["kind"] == role_ref["kind"] && d["metadata"]["name"] == role_ref["name"])
+            .unwrap_or_else(|| {
+                panic!(
+                    "{} binds {role_ref}, which the folder has",
+                    binding["metadata"]["name"]
+                )
+            });
+        let scope = if binding["kind"] == "RoleBinding" {
+            binding["metadata"]["namespace"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string()
+        } else {
+            "*".to_string()
+        };
+        for rule in role["rules"].as_array().into_iter().flatten() {
+            let list = |key: &str| -> Vec<String> {
+                let mut v: Vec<String> = rule[key]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|x| x.as_str().unwrap_or_default().to_string())
+                    .collect();
+                v.sort();
+                v
+            };
+            for resource in list("resources") {
+                rules.insert((
+                    scope.clone(),
+                    resource,
+                    list("resourceNames"),
+                    list("verbs"),
+                ));
+            }
+        }
+    }
+    rules
+}
+
+#[test]
+fn the_self_managed_server_gets_its_token_and_exactly_the_rights_of_its_certificate() {
+    let objects = objects_in(&self_managed_dir());
+    let find = |kind: &str| {
+        objects
+            .iter()
+            .map(|(_, d)| d)
+            .find(|d| d["kind"] == kind && d["metadata"]["name"] == SERVICE)
+            .unwrap_or_else(|| panic!("a {kind} {SERVICE} in policies/deploy/webhook"))
+            .clone()
+    };
+    let d = find("Deployment");
+    let pod = &d["spec"]["template"]["spec"];
+    assert_eq!(pod["automountServiceAccountToken"], true);
+    assert_eq!(find("ServiceAccount")["automountServiceAccountToken"], true);
+    let c = serve_container(&d);
+    let args = strings(&c["args"]);
+    for (flag, value) in [
+        ("--certificate-secret", "mcs-policy-tls"),
+        ("--service", SERVICE),
+        ("--webhook-configuration", "mcs-policy"),
+    ] {
+        assert_eq!(flag_value(&args, flag), Some(value), "{flag} in {args:?}");
+    }
+    assert!(
+        flag_value(&args, "--tls-cert").is_none(),
+        "no certificate file: {args:?}"
+    );
+    let flags = serve_flags();
+    for arg in args.iter().filter(|a| a.starts_with("--")) {
+        assert!(flags.contains(*arg), "`serve` has no flag {arg}");
+    }
+    // The Secret's namespace: the Pod's own, from the downward API.
+    let namespace_from_pod = c["env"].as_array().into_iter().flatten().any(|e| {
+        e["name"] == "POD_NAMESPACE"
+            && e["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.namespace"
+    }) || flag_value(&args, "--certificate-namespace") == Some(NAMESPACE);
+    assert!(
+        namespace_from_pod,
+        "the Secret's namespace is the Pod's: {c}"
+    );
+
+    let s = |x: &str| x.to_string();
+    let configurations = [
+        "mutatingwebhookconfigurations",
+        "validatingwebhookconfigurations",
+    ];
+    let mut want = BTreeSet::from([
+        (
+            s(NAMESPACE),
+            s("secrets"),
+            vec![s("mcs-policy-tls")],
+            vec![s("get"), s("update")],
+        ),
+        (s(NAMESPACE), s("secrets"), vec![], vec![s("create")]),
+    ]);
+    for resource in configurations {
+        want.insert((
+            s("*"),
+            s(resource),
+            vec![s("mcs-policy")],
+            vec![s("delete"), s("get"), s("update")],
+        ));
+        want.insert((s("*"), s(resource), vec![], vec![s("create")]));
+    }
+    assert_eq!(self_managed_rules(), want);
+}
+
 fn dockerfile_stages(text: &str) -> Vec<Vec<(String, String)>> {
     let mut stages: Vec<Vec<(String, String)>> = Vec::new();
     let mut current = String::new();
@@ -822,10 +967,26 @@ fn the_dockerfile_builds_the_component_and_the_binary_then_runs_it_as_entrypoint
     );
 
     let runtime = stages.last().unwrap();
+    assert_eq!(
+        runtime[0].1, "scratch",
+        "the runtime is scratch plus the staged root"
+    );
+    // The root is staged by scripts/image-rootfs.sh from the binary the builder made, the one
+    // script scripts/build-image.sh uses too.
+    let rootfs = build
+        .lines()
+        .find(|l| l.contains("scripts/image-rootfs.sh"))
+        .unwrap_or_else(|| {
+            panic!("the builder stages the root with scripts/image-rootfs.sh:\n{build}")
+        });
+    let staged = rootfs
+        .split_whitespace()
+        .last()
+        .expect("the root's directory")
+        .to_string();
     assert!(
-        runtime[0].1.contains("distroless"),
-        "a distroless runtime: {}",
-        runtime[0].1
+        rootfs.contains(binary),
+        "image-rootfs.sh stages {binary}: {rootfs}"
     );
     let instr = |name: &str| {
         runtime
@@ -837,8 +998,8 @@ fn the_dockerfile_builds_the_component_and_the_binary_then_runs_it_as_entrypoint
     assert!(
         instr("COPY")
             .iter()
-            .any(|c| c.contains(&format!("--from={alias} {binary} "))),
-        "the runtime copies {binary} from the {alias} stage"
+            .any(|c| c.trim() == format!("--from={alias} {staged} /")),
+        "the runtime copies the staged root {staged} from the {alias} stage"
     );
     let entrypoint = instr("ENTRYPOINT");
     assert_eq!(entrypoint.len(), 1, "one ENTRYPOINT in the final stage");
