@@ -133,6 +133,28 @@ async fn two_replicas_elect_exactly_one_leader_which_alone_syncs() {
         metric(&leading, "mcs_policy_sync_passes_total").unwrap() > 0.0,
         "{leading}"
     );
+    let version = String::from_utf8(
+        std::process::Command::new(tests::binary("mcs-policy"))
+            .arg("--version")
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    // `mcs-policy 0.1.0 (commit 0123456789ab)`: the metric carries the same two values.
+    let (number, commit) = version
+        .trim()
+        .strip_prefix("mcs-policy ")
+        .and_then(|v| v.strip_suffix(')'))
+        .and_then(|v| v.split_once(" (commit "))
+        .unwrap_or_else(|| panic!("--version prints the version and commit: {version}"));
+    assert_eq!(number, env!("CARGO_PKG_VERSION"));
+    assert!(
+        leading.contains(&format!(
+            "mcs_policy_sync_build_info{{version=\"{number}\",commit=\"{commit}\"}} 1"
+        )),
+        "{leading}"
+    );
     let waiting = scrape(&w, &replicas[standby].1).await;
     assert_eq!(
         metric(&waiting, "mcs_policy_sync_leader"),
@@ -197,7 +219,9 @@ async fn a_leader_stopped_gracefully_hands_the_lease_over_at_once() {
     provide(&w, "web-a", "10.1.0.1", true).await;
     w.await_slices(&w.member2, "member2", &["member1-web-a"])
         .await;
+    let before = lease(&w).await.unwrap();
 
+    // A rolling update (a `helm upgrade`, a new image) stops the leader gracefully.
     w.terminate_controller(replicas[leader].0);
     let stopped = Instant::now();
     let status = w
@@ -227,6 +251,10 @@ async fn a_leader_stopped_gracefully_hands_the_lease_over_at_once() {
         "takeover after {took:?} is not well before the 10s lease duration"
     );
     let taken = lease(&w).await.unwrap();
+    assert_eq!(
+        taken["metadata"]["uid"], before["metadata"]["uid"],
+        "the Lease is kept, not made anew"
+    );
     assert_eq!(taken["spec"]["leaseTransitions"], 1, "{taken}");
     assert_eq!(taken["spec"]["leaseDurationSeconds"], 10, "{taken}");
 

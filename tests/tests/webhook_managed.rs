@@ -219,6 +219,27 @@ async fn two_replicas_serve_one_certificate_that_the_configurations_trust() {
         .await
         .unwrap();
     assert_eq!(answer["response"]["allowed"], false, "{answer}");
+    let metrics = reqwest::Client::builder()
+        .use_rustls_tls()
+        .tls_built_in_root_certs(false)
+        .add_root_certificate(reqwest::Certificate::from_pem(ca.as_bytes()).unwrap())
+        .resolve(SERVICE_HOST, a.addr.parse().unwrap())
+        .build()
+        .unwrap()
+        .get(format!("https://{SERVICE_HOST}:{port}/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains(&format!(
+            "mcs_policy_build_info{{version=\"{}\",commit=\"",
+            env!("CARGO_PKG_VERSION")
+        )),
+        "{metrics}"
+    );
 
     // A restart (an upgrade of the Deployment) keeps the certificate.
     drop((a, b));
