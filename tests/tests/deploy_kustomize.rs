@@ -65,7 +65,11 @@ const EXPECTED: &[Expected] = &[
             ("Role", "mcs-policy-system", "mcs-policy-certificate"),
             ("RoleBinding", "mcs-policy-system", "mcs-policy-certificate"),
             ("ClusterRole", "", "mcs-policy-webhook-configurations"),
-            ("ClusterRoleBinding", "", "mcs-policy-webhook-configurations"),
+            (
+                "ClusterRoleBinding",
+                "",
+                "mcs-policy-webhook-configurations",
+            ),
             ("Deployment", "mcs-policy-system", "mcs-policy"),
             ("Service", "mcs-policy-system", "mcs-policy"),
             ("PodDisruptionBudget", "mcs-policy-system", "mcs-policy"),
