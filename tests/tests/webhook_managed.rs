@@ -338,8 +338,9 @@ async fn karmada_mode_puts_url_configurations_in_another_api_server() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unregister_deletes_our_configurations_and_leaves_others() {
     let (_sim, url, kubeconfig) = cluster("unregister").await;
-    let replica = serve(&kubeconfig, &[]);
-    drop(replica);
+    // Still running, checking often: an uninstall deletes the configurations before the
+    // server goes, and the server must not bring them back meanwhile.
+    let replica = serve(&kubeconfig, &["--certificate-check-interval", "200ms"]);
     // Someone else's configuration of another name, without our label.
     let foreign = json!({
         "apiVersion": "admissionregistration.k8s.io/v1",
@@ -389,11 +390,21 @@ async fn unregister_deletes_our_configurations_and_leaves_others() {
     );
     assert!(get(&http(), &url, VALIDATING).await.is_none());
     assert!(get(&http(), &url, MUTATING).await.is_none());
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert!(
+        get(&http(), &url, VALIDATING).await.is_none(),
+        "the running server did not re-create what unregister deleted"
+    );
     let said = unregister("mcs-policy");
     assert!(
         said.contains("ValidatingWebhookConfiguration mcs-policy: not there"),
         "{said}"
     );
+    // A server that starts (a new install) creates them again.
+    drop(replica);
+    let _again = serve(&kubeconfig, &[]);
+    assert!(get(&http(), &url, VALIDATING).await.is_some());
+    assert!(get(&http(), &url, MUTATING).await.is_some());
 
     let said = unregister("theirs");
     assert!(

@@ -204,7 +204,7 @@ async fn first_material(
 ) -> Option<Material> {
     let mut wait = Duration::from_millis(500);
     loop {
-        match keeper.keep().await {
+        match keeper.keep(true).await {
             Ok(material) => return Some(material),
             Err(err) => {
                 tracing::warn!(error = %err, retry_in = ?wait, "the webhook certificate is not ready yet")
@@ -232,7 +232,7 @@ async fn keep_certificate(
             _ = stop.wait_for(|stopped| *stopped) => return,
             _ = tokio::time::sleep(keeper.interval) => {}
         }
-        let material = match keeper.keep().await {
+        let material = match keeper.keep(false).await {
             Ok(material) => material,
             Err(err) => {
                 tracing::warn!(error = %err, "keeping the webhook certificate failed; serving the current one");

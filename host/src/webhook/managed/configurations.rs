@@ -40,19 +40,25 @@ pub enum Applied {
     Unchanged,
     Created,
     Updated,
+    /// Missing, and left missing (`create` was false).
+    Absent,
 }
 
-/// Makes both configurations say what [`manifests::configurations`] says for `ca_pem`.
+/// Makes both configurations say what [`manifests::configurations`] says for `ca_pem`. A
+/// missing configuration is created only when `create` is true: a server creates them when it
+/// starts, and afterwards only keeps them current, so that `mcs-policy unregister` (uninstall)
+/// deleting them while the server is still running is not undone.
 pub async fn apply(
     client: &Client,
     name: &str,
     endpoint: &Endpoint,
     ca_pem: &[u8],
+    create: bool,
 ) -> Result<[Applied; 2], ConfigurationError> {
     let [validating, mutating] = manifests::configurations(name, endpoint, ca_pem);
     Ok([
-        apply_one::<ValidatingWebhookConfiguration>(client, validating).await?,
-        apply_one::<MutatingWebhookConfiguration>(client, mutating).await?,
+        apply_one::<ValidatingWebhookConfiguration>(client, validating, create).await?,
+        apply_one::<MutatingWebhookConfiguration>(client, mutating, create).await?,
     ])
 }
 
@@ -149,7 +155,11 @@ where
     }
 }
 
-async fn apply_one<K>(client: &Client, desired: Value) -> Result<Applied, ConfigurationError>
+async fn apply_one<K>(
+    client: &Client,
+    desired: Value,
+    create: bool,
+) -> Result<Applied, ConfigurationError>
 where
     K: Kind + Clone + DeserializeOwned + Serialize + std::fmt::Debug,
 {
@@ -166,6 +176,9 @@ where
     };
     let api: Api<K> = Api::all(client.clone());
     let Some(existing) = get::<K>(client, &name).await? else {
+        if !create {
+            return Ok(Applied::Absent);
+        }
         api.create(&PostParams::default(), &decode(desired)?)
             .await
             .map_err(api_error("creating", K::KIND, &name))?;

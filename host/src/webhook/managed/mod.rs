@@ -215,8 +215,9 @@ impl Keeper {
     /// One round: read the Secret and what the configurations trust, write what
     /// [`material::next`] says, make the configurations trust the Secret's CAs. Repeats (up to
     /// three times) while a write lost a race or the configurations changed, since either can
-    /// make the next decision different. Returns the material to serve.
-    pub async fn keep(&self) -> Result<Material, ManagedError> {
+    /// make the next decision different. Missing configurations are created only with
+    /// `create` (at start; see [`configurations::apply`]). Returns the material to serve.
+    pub async fn keep(&self, create: bool) -> Result<Material, ManagedError> {
         for _ in 0..3 {
             let (current, version) = self.read().await?;
             let trusted =
@@ -237,11 +238,22 @@ impl Keeper {
                 &self.configuration,
                 &self.endpoint,
                 material.ca_bundle.as_bytes(),
+                create,
             )
             .await?;
-            let changed = applied
-                .iter()
-                .any(|a| *a != configurations::Applied::Unchanged);
+            if applied.contains(&configurations::Applied::Absent) {
+                tracing::warn!(
+                    configuration = %self.configuration,
+                    "a webhook configuration was deleted (mcs-policy unregister?); it is re-created \
+                     only when a server starts"
+                );
+            }
+            let changed = applied.iter().any(|a| {
+                matches!(
+                    a,
+                    configurations::Applied::Created | configurations::Applied::Updated
+                )
+            });
             if changed {
                 tracing::info!(
                     configuration = %self.configuration,
