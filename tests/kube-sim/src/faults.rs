@@ -1,5 +1,6 @@
 //! Injected failures: rules queued through `/_sim/faults` that answer the next matching API
-//! requests with an error status instead of serving them.
+//! requests with an error status instead of serving them, or serve them and hold the answer
+//! back for a while (`delayMs`: the write is done and watched, its client not told yet).
 
 use std::sync::Mutex;
 
@@ -23,8 +24,12 @@ pub const VERBS: [&str; 8] = [
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct FaultSpec {
-    /// The HTTP status to answer with (e.g. 409, 429, 500, 503).
+    /// The HTTP status to answer with (e.g. 409, 429, 500, 503); absent for a delay.
+    #[serde(default)]
     pub status: u16,
+    /// Serve the request, then hold its answer back this many milliseconds (no `status`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delay_ms: Option<u64>,
     /// How many matching requests fail (then the fault is gone).
     #[serde(default = "one")]
     pub count: u32,
@@ -51,7 +56,11 @@ fn one_second() -> u64 {
 impl FaultSpec {
     /// Why this fault cannot be queued, if it cannot.
     pub fn problem(&self) -> Option<String> {
-        if !(400..=599).contains(&self.status) {
+        if self.delay_ms.is_some() {
+            if self.status != 0 {
+                return Some("a delay serves the request: give no status with delayMs".into());
+            }
+        } else if !(400..=599).contains(&self.status) {
             return Some(format!(
                 "status must be an HTTP error status (400-599), not {}",
                 self.status
@@ -120,7 +129,7 @@ impl Faults {
         let mut faults = self.lock();
         let index = faults
             .iter()
-            .position(|f| f.count > 0 && f.matches(request))?;
+            .position(|f| f.count > 0 && f.delay_ms.is_none() && f.matches(request))?;
         let fault = &mut faults[index];
         fault.count -= 1;
         let answer = (fault.status, fault.retry_after_seconds);
@@ -128,6 +137,22 @@ impl Faults {
             faults.remove(index);
         }
         Some(answer)
+    }
+
+    /// How long the answer to `request` is held back by the first queued delay matching it,
+    /// consuming one of its count.
+    pub fn delay(&self, request: &RequestInfo<'_>) -> Option<std::time::Duration> {
+        let mut faults = self.lock();
+        let index = faults
+            .iter()
+            .position(|f| f.count > 0 && f.delay_ms.is_some() && f.matches(request))?;
+        let fault = &mut faults[index];
+        fault.count -= 1;
+        let delay = std::time::Duration::from_millis(fault.delay_ms.unwrap_or_default());
+        if fault.count == 0 {
+            faults.remove(index);
+        }
+        Some(delay)
     }
 
     /// The error a request matching a queued fault gets, if any.
@@ -176,6 +201,25 @@ mod tests {
             Some((503, 3))
         );
         assert_eq!(faults.take(&request("get", "endpointslices")), None);
+    }
+
+    #[test]
+    fn a_delay_holds_answers_back_and_fails_nothing() {
+        let faults = Faults::default();
+        faults.push(spec(r#"{"delayMs": 300, "verbs": ["patch"]}"#));
+        assert_eq!(faults.take(&request("patch", "endpointslices")), None);
+        assert_eq!(faults.delay(&request("get", "endpointslices")), None);
+        assert_eq!(
+            faults.delay(&request("patch", "endpointslices")),
+            Some(std::time::Duration::from_millis(300))
+        );
+        assert_eq!(faults.delay(&request("patch", "endpointslices")), None);
+        assert!(spec(r#"{"delayMs": 1, "status": 500}"#).problem().is_some());
+        assert!(spec(r#"{"delayMs": 1}"#).problem().is_none());
+        assert!(
+            spec(r#"{"count": 1}"#).problem().is_some(),
+            "no status, no delay"
+        );
     }
 
     #[test]

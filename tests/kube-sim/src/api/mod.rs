@@ -67,10 +67,21 @@ async fn serve(
         let built_in_group = is_built_in_group(app, &resource_path.group);
         let resolved = Target::resolve(&app.read().registry, resource_path);
         return match resolved {
-            Ok(target) => Ok(warning::collect(|| {
-                serve_resource(app, method, target, &params, headers, body)
-                    .unwrap_or_else(IntoResponse::into_response)
-            })),
+            Ok(target) => {
+                let delay = target
+                    .verb(method, &params)
+                    .ok()
+                    .and_then(|verb| app.faults.delay(&target.request_info(verb)));
+                let response = warning::collect(|| {
+                    serve_resource(app, method, target, &params, headers, body)
+                        .unwrap_or_else(IntoResponse::into_response)
+                });
+                if let Some(delay) = delay {
+                    tracing::info!(?delay, "injected delay: the answer is held back");
+                    tokio::time::sleep(delay).await;
+                }
+                Ok(response)
+            }
             Err(error) if built_in_group => Err(error),
             Err(_) => Ok(respond::page_not_found()),
         };
