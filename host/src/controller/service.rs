@@ -169,13 +169,6 @@ impl Target<'_> {
         Ok((change, read))
     }
 
-    /// Records a written Service in the cache.
-    fn wrote(&self, written: Service) {
-        if self.cache.wrote(kept::service(written)) {
-            self.overtaken.store(true, Ordering::Relaxed);
-        }
-    }
-
     /// Creates, replaces or recreates the Service as `change` says (`read`: the uid and
     /// resourceVersion of the Service read).
     async fn carry_out(
@@ -185,22 +178,18 @@ impl Target<'_> {
         read: Preconditions,
     ) -> Result<Propagated, ServiceError> {
         let (namespace, name) = names(template);
-        self.cache.writing(&namespace, &name);
+        let writing = self.cache.writing(&namespace, &name);
         let outcome = self.write_change(&namespace, &name, change, read).await;
-        match outcome {
-            Ok((how, Some(written))) => {
-                self.wrote(written);
-                Ok(how)
-            }
-            Ok((how, None)) => {
-                self.cache.abandoned(&namespace, &name);
-                Ok(how)
-            }
-            Err(err) => {
-                self.cache.abandoned(&namespace, &name);
-                Err(err)
-            }
+        let (outcome, overtaken) = match outcome {
+            Ok((how, Some(written))) => (Ok(how), writing.wrote(kept::service(written))),
+            Ok((how, None)) => (Ok(how), writing.abandoned()),
+            Err(err) => (Err(err), writing.abandoned()),
+        };
+        if overtaken {
+            // Changed by someone else meanwhile: the caller looks again.
+            self.overtaken.store(true, Ordering::Relaxed);
         }
+        outcome
     }
 
     /// The requests of one change, and the Service the member holds after them.

@@ -7,6 +7,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
 
 use futures::future::join_all;
 use kube::api::Preconditions;
@@ -124,19 +125,24 @@ impl Member<'_> {
             let before = snapshot
                 .slice(member, &name)
                 .and_then(|s| s.resource_version().map(str::to_string));
-            cache.slices.writing(&namespace, &name);
+            let writing = cache
+                .slices
+                .writing(&namespace, &name)
+                .or_else(look_again(ctx, object));
             match apply_copy(&cluster.client, member, &ctx.field_manager, copy).await {
                 Ok(applied) => {
                     if applied.metadata.resource_version != before {
                         written.applied += 1;
                     }
-                    if cache.slices.wrote(cache::kept::slice(applied)) {
-                        // Changed by someone else since: look again.
-                        ctx.triggers.send(object, std::time::Instant::now());
+                    if writing.wrote(cache::kept::slice(applied)) {
+                        // Changed or deleted by someone else meanwhile: look again.
+                        ctx.triggers.send(object, Instant::now());
                     }
                 }
                 Err(err) => {
-                    cache.slices.abandoned(&namespace, &name);
+                    if writing.abandoned() {
+                        ctx.triggers.send(object, Instant::now());
+                    }
                     written.slices.push(Failure::logged(object, member, &err));
                 }
             }
@@ -146,7 +152,10 @@ impl Member<'_> {
             let read = snapshot.slice(member, name);
             let uid = read.and_then(|s| s.uid()).map(str::to_string);
             let version = read.and_then(|s| s.resource_version()).map(str::to_string);
-            cache.slices.writing(namespace, name);
+            let writing = cache
+                .slices
+                .writing(namespace, name)
+                .or_else(look_again(ctx, object));
             match delete_slice(
                 &cluster.client,
                 member,
@@ -159,16 +168,28 @@ impl Member<'_> {
             {
                 Ok(()) => {
                     written.deleted += 1;
-                    cache.slices.deleted(namespace, name, service, uid);
+                    if writing.deleted(service, uid) {
+                        // Re-created or changed by someone else meanwhile: look again.
+                        ctx.triggers.send(object, Instant::now());
+                    }
                 }
                 Err(err) => {
-                    cache.slices.abandoned(namespace, name);
+                    if writing.abandoned() {
+                        ctx.triggers.send(object, Instant::now());
+                    }
                     written.slices.push(Failure::logged(object, member, &err));
                 }
             }
         }
         written
     }
+}
+
+/// A pass of MCS `object` (`namespace/name`), asked for when a write ends without an answer
+/// while someone else's changes of its object arrived ([`cache::store::Writing::or_else`]).
+fn look_again(ctx: &Context, object: &str) -> impl FnOnce() + Send + Sync + 'static {
+    let (triggers, object) = (ctx.triggers.clone(), object.to_string());
+    move || triggers.send(&object, Instant::now())
 }
 
 /// Creates, replaces or recreates one member's Service; the failure, if any.
@@ -210,7 +231,7 @@ async fn write_service(
             let outcome = write(&ctx.decider, &target, template, change, precondition).await;
             if target.overtaken.load(Ordering::Relaxed) {
                 // Changed by someone else right after our write: look again.
-                ctx.triggers.send(object, std::time::Instant::now());
+                ctx.triggers.send(object, Instant::now());
             }
             outcome
         }

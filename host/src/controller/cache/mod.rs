@@ -194,13 +194,17 @@ impl Reactions {
             News::Changed {
                 object,
                 group: Some(group),
+                left,
                 own: false,
                 ..
             } => {
+                // A relabelled object is news to the group it left as well as to its new one.
                 let namespace = object.namespace();
-                if self.mcs.get(namespace, group).is_some() {
-                    let key = format!("{namespace}/{group}");
-                    self.triggers.send(&key, Instant::now());
+                for group in std::iter::once(group).chain(left) {
+                    if self.mcs.get(namespace, group).is_some() {
+                        let key = format!("{namespace}/{group}");
+                        self.triggers.send(&key, Instant::now());
+                    }
                 }
             }
             News::Changed { group: None, .. } => {}

@@ -15,9 +15,17 @@
 //! recorded here with the object the server answered ([`Store::wrote`], [`Store::deleted`]),
 //! and reads see that object until the watch delivers it (an event of the same or a later
 //! `resourceVersion`, compared as integers, which Kubernetes guarantees from v1.35; a version
-//! that is not an integer counts as later). An own write that is still in flight hides the
-//! watch events of its object from the triggers ([`Applied::own`]), and an entry older than
-//! [`PENDING_TTL`] is dropped, so nothing laid over the store can hide the cluster for long.
+//! that is not an integer counts as later). An entry older than [`PENDING_TTL`] is removed, so
+//! nothing laid over the store can hide the cluster for long, and the overlay never grows
+//! without bound.
+//!
+//! **Our events, and only ours, are not news** ([`Applied::own`]). A watch event answers an own
+//! write only when it carries the resourceVersion that write returned (for a deletion: the
+//! DELETED event of the uid deleted). While a write is in flight ([`Store::writing`]) its
+//! answer is not known yet, so the events of its object are held back; the answer
+//! ([`Writing::wrote`], [`Writing::deleted`], [`Writing::abandoned`]) tells whether any of them
+//! was someone else's, and the writer then triggers a pass. A deletion of the written object
+//! seen before or after the answer wins over the write: it is never laid over the store.
 
 use std::collections::BTreeMap;
 
@@ -81,10 +89,29 @@ pub struct Failure {
 /// What applying one watch event found.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Applied {
-    /// The event is (or may be) the answer to a write of the controller: not news.
+    /// The event answers a write of the controller (or is held back until that write's answer
+    /// says whether it does): not news.
     pub own: bool,
-    /// The group the object was in, or moved out of (a deleted or relabelled object).
+    /// The group the object is in, or was in (a deleted object).
     pub group: Option<String>,
+    /// The group a relabelled object moved out of (`None` when it stayed in `group`): its
+    /// readers lost the object, so it is news to them too.
+    pub left: Option<String>,
+}
+
+/// A watch event of an object with an own write in flight, held back until the write's answer.
+#[derive(Debug, Clone)]
+struct Seen {
+    deleted: bool,
+    uid: Option<String>,
+    resource_version: Option<String>,
+}
+
+/// Own writes of one object under way, and the events of the object seen meanwhile.
+#[derive(Debug, Default)]
+struct InFlight {
+    writes: u32,
+    seen: Vec<Seen>,
 }
 
 /// An own write the watch has not delivered yet.
@@ -112,10 +139,15 @@ struct Inner<K> {
     listing: Option<Vec<Arc<K>>>,
     /// Own writes, by `(namespace, group)` then name.
     pending: FastMap<Key, FastMap<Box<str>, Pending<K>>>,
-    /// Own writes under way, by object: their watch events are not news.
-    in_flight: FastMap<Key, u32>,
+    /// Own writes under way, by object, with the events held back meanwhile.
+    in_flight: FastMap<Key, InFlight>,
+    /// When expired own writes are next removed from `pending`.
+    next_sweep: Instant,
     health: Health,
 }
+
+/// How often expired own writes are looked for.
+const SWEEP_EVERY: Duration = Duration::from_secs(10);
 
 /// A cluster's objects of one resource. Cloning gives another handle on the same store.
 #[derive(Debug)]
@@ -143,6 +175,7 @@ impl<K: Cached> Store<K> {
                 listing: None,
                 pending: FastMap::default(),
                 in_flight: FastMap::default(),
+                next_sweep: Instant::now() + SWEEP_EVERY,
                 health: Health::Listing,
             })),
             group_of,
@@ -252,9 +285,19 @@ impl<K: Cached> Store<K> {
     /// The list is complete: it replaces the store, and the store is [`Health::Synced`]. Own
     /// writes the list already shows are dropped. Returns whether the store was not synced
     /// before (it is readable again).
+    ///
+    /// Without a list in progress (no [`Store::list_started`], or a failure since) nothing
+    /// was listed: the call is refused and logged, the store left as it is (an empty store
+    /// marked synced would have every copy of the member pruned), and `false` returned.
     pub fn list_done(&self) -> bool {
         let mut inner = self.write();
-        let listed = inner.listing.take().unwrap_or_default();
+        let Some(listed) = inner.listing.take() else {
+            tracing::error!(
+                health = ?inner.health,
+                "a list ended that never started: refused, the store is left as it is"
+            );
+            return false;
+        };
         inner.objects = FastMap::with_capacity_and_hasher(listed.len(), Default::default());
         inner.groups = FastMap::default();
         for object in listed {
@@ -269,6 +312,7 @@ impl<K: Cached> Store<K> {
             let current = inner.objects.get(&key(&group.0, &name)).cloned();
             inner.settle(&group, &name, current.as_deref());
         }
+        inner.sweep(Instant::now());
         let was = std::mem::replace(&mut inner.health, Health::Synced);
         was != Health::Synced
     }
@@ -281,11 +325,18 @@ impl<K: Cached> Store<K> {
         let group = (self.group_of)(&object).map(str::to_string);
         let before = inner.remove(self.group_of, &key);
         let own = inner.own_event(&key, group.as_deref(), &object, false);
+        if before.is_some() && before != group {
+            // Relabelled: the overlay of the group it left no longer applies.
+            inner.own_event(&key, before.as_deref(), &object, true);
+        }
         inner.insert(self.group_of, object.clone());
-        let applied = Applied {
-            own,
-            group: group.or(before),
+        inner.sweep(Instant::now());
+        let moved = before.filter(|b| group.as_deref() != Some(b.as_str()));
+        let (group, left) = match group {
+            Some(group) => (Some(group), moved),
+            None => (moved, None),
         };
+        let applied = Applied { own, group, left };
         (applied, object)
     }
 
@@ -297,7 +348,13 @@ impl<K: Cached> Store<K> {
         let group = before.or_else(|| (self.group_of)(object).map(str::to_string));
         let own = inner.own_event(&key, group.as_deref(), object, true);
         let own = own || inner.own_deletion(&key, group.as_deref(), object.uid());
-        Applied { own, group }
+        let own = own || inner.hold(&key, object, true);
+        inner.sweep(Instant::now());
+        Applied {
+            own,
+            group,
+            left: None,
+        }
     }
 
     /// The watch failed: the store keeps what it holds and is [`Health::Broken`] until a
@@ -318,36 +375,55 @@ impl<K: Cached> Store<K> {
 
     // ---- the writes' side --------------------------------------------------------------------
 
-    /// The controller is about to write `namespace/name`: until [`Store::wrote`],
-    /// [`Store::deleted`] or [`Store::abandoned`], the object's watch events are its own.
-    pub fn writing(&self, namespace: &str, name: &str) {
-        *self
-            .write()
+    /// The controller is about to write `namespace/name`: until the returned guard is told
+    /// the answer ([`Writing::wrote`], [`Writing::deleted`], [`Writing::abandoned`]) or
+    /// dropped (an error, a panic, the write's future dropped), the object's watch events are
+    /// held back, then judged against the answer.
+    pub fn writing(&self, namespace: &str, name: &str) -> Writing<K> {
+        self.write()
             .in_flight
             .entry(key(namespace, name))
-            .or_default() += 1;
+            .or_default()
+            .writes += 1;
+        Writing {
+            store: self.clone(),
+            key: Some(key(namespace, name)),
+            lost: None,
+        }
     }
 
-    /// A write of `namespace/name` failed: nothing changed.
-    pub fn abandoned(&self, namespace: &str, name: &str) {
-        self.write().done_writing(&key(namespace, name));
+    /// A write of `namespace/name` failed: nothing changed. Whether events of the object
+    /// arrived while it was in flight (someone else's: trigger a pass).
+    pub fn abandoned(&self, namespace: &str, name: &str) -> bool {
+        !self.write().done_writing(&key(namespace, name)).is_empty()
     }
 
     /// The server answered a write with `object`: reads see it until the watch delivers it.
-    /// Returns whether the store already holds a later version (someone else wrote the object
-    /// after us, and the watch event of that change was taken for our own).
+    /// Returns whether someone else changed or deleted the object meanwhile (an event other
+    /// than the write's own arrived while it was in flight, or the store already holds a
+    /// later version): the caller triggers a pass.
     pub fn wrote(&self, object: K) -> bool {
         let mut inner = self.write();
         let key = key_of(&object);
-        inner.done_writing(&key);
+        let seen = inner.done_writing(&key);
         let written = object.resource_version();
+        let foreign = seen
+            .iter()
+            .any(|s| s.deleted || s.resource_version.as_deref() != written);
+        // The written object (its uid) deleted since: the cluster wins, nothing is laid over.
+        let gone = seen
+            .iter()
+            .any(|s| s.deleted && (s.uid.is_none() || s.uid.as_deref() == object.uid()));
+        if gone {
+            return true;
+        }
         let stored = inner.objects.get(&key).map(|s| s.resource_version());
         match stored {
-            Some(stored) if stored == written => false,
+            Some(stored) if stored == written => foreign,
             Some(stored) if is_later(stored, written) => true,
             _ => {
                 let Some(group) = (self.group_of)(&object).map(Box::from) else {
-                    return false;
+                    return foreign;
                 };
                 let at = Instant::now();
                 let object = Arc::new(object);
@@ -356,17 +432,20 @@ impl<K: Cached> Store<K> {
                     .entry((key.0, group))
                     .or_default()
                     .insert(key.1, Pending::Written { object, at });
-                false
+                inner.sweep(at);
+                foreign
             }
         }
     }
 
     /// The server deleted `namespace/name` of `uid` (of group `group`): reads no longer see
-    /// it, until the watch says otherwise.
-    pub fn deleted(&self, namespace: &str, name: &str, group: &str, uid: Option<String>) {
+    /// it, until the watch says otherwise. Returns whether someone else changed or re-created
+    /// the object while the deletion was in flight: the caller triggers a pass.
+    pub fn deleted(&self, namespace: &str, name: &str, group: &str, uid: Option<String>) -> bool {
         let mut inner = self.write();
         let key = key(namespace, name);
-        inner.done_writing(&key);
+        let seen = inner.done_writing(&key);
+        let foreign = seen.iter().any(|s| !s.deleted || s.uid != uid);
         let still_there = inner
             .objects
             .get(&key)
@@ -378,6 +457,65 @@ impl<K: Cached> Store<K> {
                 .entry(self::key(namespace, group))
                 .or_default()
                 .insert(name.into(), Pending::Deleted { uid, at });
+            inner.sweep(at);
+        }
+        foreign
+    }
+}
+
+/// An own write in flight ([`Store::writing`]); dropping it without an answer ends it as
+/// abandoned, so a write that errs, panics or is cancelled never leaves its object's events
+/// held back.
+pub struct Writing<K: Cached> {
+    store: Store<K>,
+    /// `None` once answered.
+    key: Option<Key>,
+    /// Called when the guard is dropped unanswered and events were held back meanwhile.
+    lost: Option<Box<dyn FnOnce() + Send + Sync>>,
+}
+
+impl<K: Cached> Writing<K> {
+    /// What to do when the write ends without an answer (dropped) and events of its object
+    /// arrived meanwhile: they were someone else's, and only the caller can trigger a pass.
+    pub fn or_else(mut self, lost: impl FnOnce() + Send + Sync + 'static) -> Self {
+        self.lost = Some(Box::new(lost));
+        self
+    }
+
+    /// The server answered with `object` ([`Store::wrote`]): whether to trigger a pass.
+    pub fn wrote(mut self, object: K) -> bool {
+        self.key = None;
+        self.store.wrote(object)
+    }
+
+    /// The server deleted the object of `uid` in group `group` ([`Store::deleted`]): whether
+    /// to trigger a pass.
+    pub fn deleted(mut self, group: &str, uid: Option<String>) -> bool {
+        let Some((namespace, name)) = self.key.take() else {
+            return false;
+        };
+        self.store.deleted(&namespace, &name, group, uid)
+    }
+
+    /// The write failed: nothing changed. Whether events arrived meanwhile (trigger a pass).
+    pub fn abandoned(mut self) -> bool {
+        let Some(key) = self.key.take() else {
+            return false;
+        };
+        !self.store.write().done_writing(&key).is_empty()
+    }
+}
+
+impl<K: Cached> Drop for Writing<K> {
+    fn drop(&mut self) {
+        let Some(key) = self.key.take() else { return };
+        let seen = self.store.write().done_writing(&key);
+        if !seen.is_empty() {
+            tracing::debug!(namespace = %key.0, name = %key.1, events = seen.len(),
+                "a write ended without an answer; the events held back meanwhile are news");
+            if let Some(lost) = self.lost.take() {
+                lost();
+            }
         }
     }
 }
@@ -407,22 +545,57 @@ impl<K: Cached> Inner<K> {
         Some(group.to_string())
     }
 
-    fn done_writing(&mut self, key: &Key) {
-        if let Some(n) = self.in_flight.get_mut(key) {
-            *n = n.saturating_sub(1);
-            if *n == 0 {
-                self.in_flight.remove(key);
-            }
+    /// One own write of `key` ended; the events held back while writes of it were in flight
+    /// (all of them, to be judged against this write's answer).
+    fn done_writing(&mut self, key: &Key) -> Vec<Seen> {
+        let Some(flight) = self.in_flight.get_mut(key) else {
+            return Vec::new();
+        };
+        flight.writes = flight.writes.saturating_sub(1);
+        if flight.writes == 0 {
+            self.in_flight
+                .remove(key)
+                .map(|f| f.seen)
+                .unwrap_or_default()
+        } else {
+            flight.seen.clone()
         }
     }
 
-    /// Whether a watched change of `key` (to `object`, or its deletion) answers an own write,
-    /// and settles the pending write it delivers. A deletion settles a write only of the same
-    /// object (uid): the deletion of an older one, re-created by the write, does not.
+    /// Holds back a watch event of `key` (`object`, or its deletion) while an own write of it
+    /// is in flight; whether it was held (then it is not news yet).
+    fn hold(&mut self, key: &Key, object: &K, deleted: bool) -> bool {
+        let Some(flight) = self.in_flight.get_mut(key) else {
+            return false;
+        };
+        flight.seen.push(Seen {
+            deleted,
+            uid: object.uid().map(str::to_string),
+            resource_version: object.resource_version().map(str::to_string),
+        });
+        true
+    }
+
+    /// Removes the own writes older than [`PENDING_TTL`] (at most every [`SWEEP_EVERY`]).
+    fn sweep(&mut self, now: Instant) {
+        if now < self.next_sweep {
+            return;
+        }
+        self.next_sweep = now + SWEEP_EVERY;
+        self.pending.retain(|_, names| {
+            names.retain(|_, own| now.duration_since(own.at()) <= PENDING_TTL);
+            !names.is_empty()
+        });
+    }
+
+    /// Whether a watched change of `key` (to `object`, or its deletion) answers an own write
+    /// (its answer carried this resourceVersion) or is held back while one is in flight, and
+    /// settles the pending write it delivers. A deletion of the written object (same uid)
+    /// drops the write from the overlay: the cluster wins. The deletion of an older object,
+    /// re-created by the write, does not.
     fn own_event(&mut self, key: &Key, group: Option<&str>, object: &K, deleted: bool) -> bool {
-        let in_flight = self.in_flight.contains_key(key);
         let Some(group) = group else {
-            return in_flight;
+            return !deleted && self.hold(key, object, deleted);
         };
         let group_key = (key.0.clone(), Box::from(group));
         let (written, uid) = match self.pending.get(&group_key).and_then(|g| g.get(&key.1)) {
@@ -430,17 +603,18 @@ impl<K: Cached> Inner<K> {
                 object.resource_version().map(str::to_string),
                 object.uid().map(str::to_string),
             ),
-            _ => return in_flight,
+            // A deletion is held (or not) by the caller, after its own deletions are matched.
+            _ => return !deleted && self.hold(key, object, deleted),
         };
         if deleted {
             if uid.is_none() || uid.as_deref() == object.uid() {
                 self.settle(&group_key, &key.1, None);
             }
-            return in_flight;
+            return false;
         }
         let own = object.resource_version() == written.as_deref();
         self.settle(&group_key, &key.1, Some(object));
-        in_flight || own
+        own || self.hold(key, object, deleted)
     }
 
     /// Whether a watched deletion of `key` (of `uid`) is an own deletion.

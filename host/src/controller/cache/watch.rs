@@ -34,12 +34,14 @@ const BACKOFF_MAX: Duration = Duration::from_secs(10);
 pub enum News<'a, K> {
     /// An object of a list (not a change: a list says how things are, not what happened).
     Listed { object: &'a K },
-    /// An object changed (`deleted`: was deleted); `own` when it is (or may be) the
-    /// controller's own write, `group` the store group it concerns.
+    /// An object changed (`deleted`: was deleted); `own` when it is the controller's own
+    /// write (or held back until that write's answer), `group` the store group it concerns,
+    /// `left` the group a relabelled object moved out of.
     Changed {
         object: &'a K,
         deleted: bool,
         group: Option<&'a str>,
+        left: Option<&'a str>,
         own: bool,
     },
     /// A list completed; `returned` when the store was not readable before.
@@ -142,6 +144,7 @@ where
                     object: &object,
                     deleted: false,
                     group: applied.group.as_deref(),
+                    left: applied.left.as_deref(),
                     own: applied.own,
                 });
             }
@@ -152,6 +155,7 @@ where
                     object: &object,
                     deleted: true,
                     group: applied.group.as_deref(),
+                    left: applied.left.as_deref(),
                     own: applied.own,
                 });
             }
