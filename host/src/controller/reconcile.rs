@@ -13,6 +13,7 @@
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::DynamicObject;
+use serde_json::Value;
 
 use super::Context;
 use super::apply::{ApplyError, set_finalizer};
@@ -86,7 +87,8 @@ pub async fn reconcile(
         remember_write(ctx, released.as_ref());
     }
     let mcs = current.as_ref().unwrap_or(mcs);
-    let update = conclude(ctx, mcs, reported.clone(), &decision, &written).await?;
+    let read = &mcs.data["status"]["conditions"];
+    let update = conclude(ctx, mcs, read, reported.clone(), &decision, &written).await?;
     let nothing_to_write = may_be_quiet
         && nothing_decided(&decision)
         && written.services.is_empty()
@@ -94,10 +96,20 @@ pub async fn reconcile(
         && update.events.is_empty()
         && !update.retry
         && reported.as_ref() == Some(&update.reported);
-    let ingress = decision
-        .ingress
-        .map(|entries| entries.into_iter().map(convert::ingress_from_wit).collect());
-    let status = set_status(hub, mcs, update.conditions.as_deref(), ingress).await?;
+    let ingress = decision.ingress.as_ref().map(|entries| {
+        let entries = entries.iter().cloned();
+        entries.map(convert::ingress_from_wit).collect()
+    });
+    // After a conflict, the same conclusion on the conditions the hub holds then.
+    let (decided, done) = (&decision, &written);
+    let again = |now: Value| {
+        let reported = reported.clone();
+        async move {
+            let update = conclude(ctx, mcs, &now, reported, decided, done).await?;
+            Ok(update.conditions)
+        }
+    };
+    let status = set_status(hub, mcs, update.conditions.clone(), ingress, again).await?;
     remember_write(ctx, status.as_ref());
     let quiet = (nothing_to_write && status.is_none()).then_some(input);
     remembered(ctx, &uid, |r| r.quiet = quiet);
@@ -129,16 +141,18 @@ fn remember_write(ctx: &Context, written: Option<&DynamicObject>) {
     }
 }
 
-/// Asks the component how the pass ends, given what its writes did and what the Events
-/// reported last (`reported`, as the pass read it: also part of its fingerprint).
+/// Asks the component how the pass ends, given what its writes did, the MCS's `conditions` (as
+/// the pass read them, or as the hub holds them after a conflict; the generation is always the
+/// pass's) and what the Events reported last (`reported`, as the pass read it: also part of its
+/// fingerprint).
 async fn conclude(
     ctx: &Context,
     mcs: &DynamicObject,
+    conditions: &Value,
     reported: Option<Reported>,
     decision: &PassDecision,
     written: &Written,
 ) -> Result<StatusUpdate, DecideError> {
-    let conditions = &mcs.data["status"]["conditions"];
     let now = serde_json::to_value(Time(Timestamp::now()))
         .ok()
         .and_then(|v| v.as_str().map(str::to_string))
