@@ -178,23 +178,28 @@ async fn a_status_write_that_loses_a_race_is_concluded_again_and_keeps_both() {
     let mut versions = watch_foreign(&w, &version).await;
     let mut seen = Vec::new();
 
-    // The other writer's write lands between our read and our write: the hub answers 409.
+    // The other writer's write lands between our read and our write: our status patch is held
+    // back a second (429, retried by the client after `Retry-After`), the other writer writes
+    // meanwhile, and the hub answers our patch 409.
     w.clear_requests(&w.hub).await;
-    let fault = json!({"status": 409, "count": 1, "verbs": ["patch"], "resource": "multiclusterservices/status"});
+    let fault = json!({"status": 429, "count": 1, "retryAfterSeconds": 1, "verbs": ["patch"], "resource": "multiclusterservices/status"});
     w.fault(&w.hub, fault).await;
-    set_foreign(&w, "1").await;
     let generation = bump_generation(&w, 1).await;
+    w.eventually("our status patch to be held back", || async {
+        w.pending_faults(&w.hub).await.is_empty().then_some(())
+    })
+    .await;
+    set_foreign(&w, "1").await;
     let o = await_observed(&w, generation).await;
     assert_eq!(foreign(&o).as_deref(), Some("1"), "{o}");
-    assert!(w.pending_faults(&w.hub).await.is_empty());
     let requests = w.requests(&w.hub).await;
     let patches: Vec<usize> = (0..requests.len())
         .filter(|i| requests[*i] == "patch multiclusterservices/status")
         .collect();
-    assert!(patches.len() >= 2, "{requests:?}");
+    assert!(patches.len() >= 3, "429, 409, written: {requests:?}");
     assert!(
-        requests[patches[0]..patches[1]].contains(&"get multiclusterservices".to_string()),
-        "the MCS is read again before the next attempt: {requests:?}"
+        requests[patches[1]..patches[2]].contains(&"get multiclusterservices".to_string()),
+        "the MCS is read again after the conflict: {requests:?}"
     );
     assert!(
         w.events("DispatchEndpointSliceFailed").await.is_empty(),
