@@ -116,9 +116,15 @@ async fn kubectl_creates_gets_replaces_patches_and_deletes_a_service() {
     );
     assert!(listed.lines().any(|l| l.starts_with("web ")), "{listed}");
 
-    assert_eq!(
-        kubectl.run(&["delete", "svc", "web"]).await.trim(),
-        "service \"web\" deleted"
+    // kubectl 1.33 and later name the namespace.
+    let deleted = kubectl.run(&["delete", "svc", "web"]).await;
+    assert!(
+        [
+            "service \"web\" deleted",
+            "service \"web\" deleted from default namespace"
+        ]
+        .contains(&deleted.trim()),
+        "{deleted}"
     );
     let missing = kubectl.output(&["get", "svc", "web"]).await;
     assert!(!missing.status.success());
