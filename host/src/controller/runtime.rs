@@ -107,7 +107,7 @@ pub async fn sync(
     let hub = source.hub();
     let (mcs_watch, mcs) = watch_mcs(hub, ctx.caches.hub.mcs.clone(), writer, reactions.clone());
     let services_watch = ctx.caches.hub.watch_services(hub, &reactions);
-    let mut tasks = Tasks(vec![mcs_watch, services_watch]);
+    let _tasks = Tasks(vec![mcs_watch, services_watch]);
     let mut members = Members::new(&ctx.caches);
     let first = refresh(&source, &membership).await;
     if let Some(first) = &first {
@@ -118,10 +118,12 @@ pub async fn sync(
     report_synced(&ctx, members_read);
     // The first lists were the start, not a return: every MCS is reconciled at once anyway.
     while relisted.try_recv().is_ok() {}
+    // Owed sweeps are offered again at every probe: one skipped because the hub's cache had
+    // not listed yet runs once it has.
+    let mut sweeps = orphans::Sweeps::default();
     if let Some(first) = &first {
-        tasks
-            .0
-            .push(spawn_sweep(&ctx, &first.registry, first.returned.clone()));
+        sweeps.owe(first.returned.clone());
+        sweeps.start(&ctx, &first.registry);
     }
     let (everything, reconcile_all) = mpsc::unbounded::<()>();
     let shared = Arc::new(Shared {
@@ -151,6 +153,7 @@ pub async fn sync(
             tokio::select! {
                 _ = probes.tick() => {
                     let Some(news) = refresh(&source, &membership).await else {
+                        sweeps.start(&ctx, &current(&membership).registry);
                         continue;
                     };
                     members_read = true;
@@ -163,24 +166,30 @@ pub async fn sync(
                     }
                     if !news.returned.is_empty() {
                         tracing::info!(clusters = ?news.returned, "members ready: catching them up");
-                        tasks.0.retain(|s| !s.is_finished());
-                        tasks.0.push(spawn_sweep(&ctx, &news.registry, news.returned));
+                        sweeps.owe(news.returned);
                         everything.unbounded_send(()).ok();
                     }
+                    sweeps.start(&ctx, &news.registry);
                 }
                 Some(cluster) = relisted.next() => {
                     tracing::info!(cluster = %cluster, "a cache listed again: catching up");
                     report_synced(&ctx, members_read);
-                    let registry = current(&membership).registry;
+                    let Membership { registry, ready } = current(&membership);
                     if registry.member(&cluster).is_some() {
-                        tasks.0.retain(|s| !s.is_finished());
-                        tasks.0.push(spawn_sweep(&ctx, &registry, vec![cluster]));
+                        sweeps.owe([cluster]);
+                    } else if cluster == registry.hub.name {
+                        // The hub's caches: an MCS deleted meanwhile left copies everywhere.
+                        sweeps.owe(ready);
                     }
+                    sweeps.start(&ctx, &registry);
                     everything.unbounded_send(()).ok();
                 }
                 _ = resyncs.tick() => {
                     ctx.metrics.pass();
                     forget_gone(&shared, &store.state());
+                    let Membership { registry, ready } = current(&membership);
+                    sweeps.periodic(&ready);
+                    sweeps.start(&ctx, &registry);
                     everything.unbounded_send(()).ok();
                 }
             }
@@ -369,21 +378,7 @@ fn forget_gone(shared: &Shared, all: &[Arc<DynamicObject>]) {
     shared.retries.retain(|key| keys.contains(key));
 }
 
-/// Sweeps `members` (of `registry`), which just became ready or listed again, for copies left
-/// behind while they were away ([`orphans`]), in the background.
-fn spawn_sweep(
-    base: &Context,
-    registry: &Registry,
-    members: Vec<String>,
-) -> tokio::task::JoinHandle<()> {
-    let ctx = Context {
-        registry: registry.clone(),
-        ..base.clone()
-    };
-    tokio::spawn(async move { orphans::sweep(&ctx, &members).await })
-}
-
-/// Background tasks (watches, sweeps), aborted when dropped.
+/// Background tasks (watches), aborted when dropped.
 struct Tasks(Vec<tokio::task::JoinHandle<()>>);
 
 impl Drop for Tasks {

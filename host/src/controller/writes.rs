@@ -3,7 +3,10 @@
 //! stale copies to delete — every member at once. A write that fails is a fact for `conclude`;
 //! the others go on. Every write is recorded in the member's cache (read your writes, see
 //! [`super::cache::store`]), and every deletion carries the uid and resourceVersion the pass
-//! read, so an object re-created or changed since is never deleted.
+//! read, so an object re-created or changed since is never deleted; a copy the pass did not
+//! read (no uid known) is never deleted. A deletion refused on its preconditions (409: someone
+//! changed the copy) is a failure of the pass: it is retried after its backoff on what the
+//! caches hold then, and the change's own watch event brings a pass sooner.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -149,9 +152,14 @@ impl Member<'_> {
         }
         let service = object.split_once('/').map_or(object, |(_, name)| name);
         for name in self.delete {
-            let read = snapshot.slice(member, name);
-            let uid = read.and_then(|s| s.uid()).map(str::to_string);
-            let version = read.and_then(|s| s.resource_version()).map(str::to_string);
+            // Never a deletion without the uid of what the pass read: a copy the snapshot does
+            // not hold is not known to exist; its watch event, if it does, brings a new pass.
+            let Some(only) = preconditions(snapshot.slice(member, name).map(|s| &**s)) else {
+                tracing::debug!(mcs = object, cluster = member, %name,
+                    "not in the caches: not deleted without its uid");
+                continue;
+            };
+            let uid = only.uid.clone();
             let writing = cache
                 .slices
                 .writing(namespace, name)
@@ -161,8 +169,8 @@ impl Member<'_> {
                 member,
                 namespace,
                 name,
-                uid.clone(),
-                version,
+                only.uid,
+                only.resource_version,
             )
             .await
             {
@@ -183,6 +191,17 @@ impl Member<'_> {
         }
         written
     }
+}
+
+/// The preconditions of deleting `read`, the object as read: its uid and, where known, its
+/// resourceVersion. `None` when it was not read or its uid is not known: then it is not
+/// deleted (a deletion without a uid could remove an object re-created since).
+pub(super) fn preconditions<K: Cached>(read: Option<&K>) -> Option<Preconditions> {
+    let read = read?;
+    Some(Preconditions {
+        uid: Some(read.uid()?.to_string()),
+        resource_version: read.resource_version().map(str::to_string),
+    })
 }
 
 /// A pass of MCS `object` (`namespace/name`), asked for when a write ends without an answer
@@ -249,5 +268,44 @@ async fn write_service(
             None
         }
         Err(err) => Some(Failure::logged(object, &cluster.name, &err)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use kube::api::{DynamicObject, ObjectMeta};
+
+    use super::*;
+
+    fn object(uid: Option<&str>, version: Option<&str>) -> DynamicObject {
+        DynamicObject {
+            types: None,
+            metadata: ObjectMeta {
+                name: Some("member1-web-abc".into()),
+                namespace: Some("shop".into()),
+                uid: uid.map(str::to_string),
+                resource_version: version.map(str::to_string),
+                ..ObjectMeta::default()
+            },
+            data: serde_json::json!({}),
+        }
+    }
+
+    #[test]
+    fn a_deletion_carries_the_uid_and_version_read() {
+        let read = object(Some("u-1"), Some("42"));
+        let only = preconditions(Some(&read)).unwrap();
+        assert_eq!(only.uid.as_deref(), Some("u-1"));
+        assert_eq!(only.resource_version.as_deref(), Some("42"));
+        let unversioned = object(Some("u-1"), None);
+        let only = preconditions(Some(&unversioned)).unwrap();
+        assert_eq!(only.uid.as_deref(), Some("u-1"));
+        assert_eq!(only.resource_version, None);
+    }
+
+    #[test]
+    fn nothing_is_deleted_without_a_uid() {
+        assert!(preconditions::<DynamicObject>(None).is_none());
+        assert!(preconditions(Some(&object(None, Some("42")))).is_none());
     }
 }
