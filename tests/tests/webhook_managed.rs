@@ -79,20 +79,17 @@ async fn secret_text(url: &str, key: &str) -> String {
     let secret = get(&http(), url, SECRET_PATH)
         .await
         .expect("the Secret exists");
-    let b64 = secret["data"][key].as_str().unwrap_or_default();
-    String::from_utf8(
-        base64::engine::general_purpose::STANDARD
-            .decode(b64)
-            .unwrap(),
-    )
-    .unwrap()
+    base64_text(&secret["data"][key])
 }
 
 /// The PEM CAs a configuration trusts.
 fn ca_bundle(configuration: &Value) -> String {
-    let b64 = configuration["webhooks"][0]["clientConfig"]["caBundle"]
-        .as_str()
-        .unwrap_or_default();
+    base64_text(&configuration["webhooks"][0]["clientConfig"]["caBundle"])
+}
+
+/// The text a base64 JSON string holds ("" for anything else).
+fn base64_text(value: &Value) -> String {
+    let b64 = value.as_str().unwrap_or_default();
     String::from_utf8(
         base64::engine::general_purpose::STANDARD
             .decode(b64)
@@ -101,9 +98,9 @@ fn ca_bundle(configuration: &Value) -> String {
     .unwrap()
 }
 
-/// The serving certificate (DER) `replica` presents, verified against `ca_pem` for the
-/// Service's name, as the API server verifies it; `Err` when the handshake fails.
-async fn served(replica: &Replica, ca_pem: &str) -> Result<Vec<u8>, String> {
+/// A client that reaches `replica` as the API server does: by the Service's name, trusting only
+/// the PEM CAs `ca_pem`; with the base URL to use.
+fn service_client(replica: &Replica, ca_pem: &str) -> Result<(reqwest::Client, String), String> {
     let mut builder = reqwest::Client::builder()
         .use_rustls_tls()
         .tls_built_in_root_certs(false)
@@ -116,10 +113,18 @@ async fn served(replica: &Replica, ca_pem: &str) -> Result<Vec<u8>, String> {
         builder = builder.add_root_certificate(cert);
     }
     let port = replica.addr.rsplit(':').next().unwrap();
-    let response = builder
-        .build()
-        .unwrap()
-        .get(format!("https://{SERVICE_HOST}:{port}/healthz"))
+    Ok((
+        builder.build().unwrap(),
+        format!("https://{SERVICE_HOST}:{port}"),
+    ))
+}
+
+/// The serving certificate (DER) `replica` presents, verified against `ca_pem` for the
+/// Service's name, as the API server verifies it; `Err` when the handshake fails.
+async fn served(replica: &Replica, ca_pem: &str) -> Result<Vec<u8>, String> {
+    let (client, base) = service_client(replica, ca_pem)?;
+    let response = client
+        .get(format!("{base}/healthz"))
         .send()
         .await
         .map_err(|e| format!("{e:?}"))?;
@@ -200,17 +205,9 @@ async fn two_replicas_serve_one_certificate_that_the_configurations_trust() {
         .expect("the fixture")
         .case
         .review;
-    let port = a.addr.rsplit(':').next().unwrap();
-    let answer: Value = reqwest::Client::builder()
-        .use_rustls_tls()
-        .tls_built_in_root_certs(false)
-        .add_root_certificate(reqwest::Certificate::from_pem(ca.as_bytes()).unwrap())
-        .resolve(SERVICE_HOST, a.addr.parse().unwrap())
-        .build()
-        .unwrap()
-        .post(format!(
-            "https://{SERVICE_HOST}:{port}/validate-multiclusterservice"
-        ))
+    let (client, base) = service_client(&a, &ca).unwrap();
+    let answer: Value = client
+        .post(format!("{base}/validate-multiclusterservice"))
         .json(&review)
         .send()
         .await
@@ -219,14 +216,8 @@ async fn two_replicas_serve_one_certificate_that_the_configurations_trust() {
         .await
         .unwrap();
     assert_eq!(answer["response"]["allowed"], false, "{answer}");
-    let metrics = reqwest::Client::builder()
-        .use_rustls_tls()
-        .tls_built_in_root_certs(false)
-        .add_root_certificate(reqwest::Certificate::from_pem(ca.as_bytes()).unwrap())
-        .resolve(SERVICE_HOST, a.addr.parse().unwrap())
-        .build()
-        .unwrap()
-        .get(format!("https://{SERVICE_HOST}:{port}/metrics"))
+    let metrics = client
+        .get(format!("{base}/metrics"))
         .send()
         .await
         .unwrap()
