@@ -267,9 +267,6 @@ fn spawn_reloaders(
     resolver: Arc<ReloadingResolver>,
     stop: watch::Receiver<bool>,
 ) {
-    let until_stopped = |mut rx: watch::Receiver<bool>| async move {
-        let _ = rx.wait_for(|stopped| *stopped).await;
-    };
     let metrics = state.metrics.clone();
     let files = match source {
         Source::Files(files) => files,
@@ -306,11 +303,13 @@ fn spawn_reloaders(
     spawn_component_reloader(args, state, stop);
 }
 
+/// Resolves once `rx` says stopped.
+async fn until_stopped(mut rx: watch::Receiver<bool>) {
+    let _ = rx.wait_for(|stopped| *stopped).await;
+}
+
 /// Reloads `--component` when its file changes.
 fn spawn_component_reloader(args: &ServeArgs, state: &AppState, stop: watch::Receiver<bool>) {
-    let until_stopped = |mut rx: watch::Receiver<bool>| async move {
-        let _ = rx.wait_for(|stopped| *stopped).await;
-    };
     if let Some(path) = args.engine.component.clone() {
         let engine = state.engine.clone();
         let metrics = state.metrics.clone();

@@ -159,25 +159,9 @@ impl Keeper {
         };
         let namespace = namespace(args)?;
         let service = args.service.clone().unwrap_or_default();
-        let options = ClientOptions::default();
-        let origin = |path: &Option<PathBuf>| match path {
-            Some(path) => HubOrigin::Kubeconfig {
-                path: path.clone(),
-                context: None,
-            },
-            None => HubOrigin::InCluster,
-        };
-        let here = open::hub(&origin(&args.kubeconfig), &options)
-            .await
-            .map_err(Box::new)?
-            .client;
+        let here = client(&args.kubeconfig).await?;
         let configurations = match &args.webhook_kubeconfig {
-            Some(_) => {
-                open::hub(&origin(&args.webhook_kubeconfig), &options)
-                    .await
-                    .map_err(Box::new)?
-                    .client
-            }
+            Some(_) => client(&args.webhook_kubeconfig).await?,
             None => here.clone(),
         };
         let endpoint = match &args.webhook_url {
@@ -354,6 +338,21 @@ impl Keeper {
     }
 }
 
+/// A client of the kubeconfig's current context, or of the cluster this Pod runs in.
+async fn client(kubeconfig: &Option<PathBuf>) -> Result<Client, ManagedError> {
+    let origin = match kubeconfig {
+        Some(path) => HubOrigin::Kubeconfig {
+            path: path.clone(),
+            context: None,
+        },
+        None => HubOrigin::InCluster,
+    };
+    let cluster = open::hub(&origin, &ClientOptions::default())
+        .await
+        .map_err(Box::new)?;
+    Ok(cluster.client)
+}
+
 fn namespace(args: &ManagedArgs) -> Result<String, ManagedError> {
     args.certificate_namespace
         .clone()
@@ -388,17 +387,7 @@ pub struct UnregisterArgs {
 /// Deletes the configurations (uninstall: before the server goes, so that no configuration
 /// with `failurePolicy: Fail` is left pointing at nothing). Prints one line per configuration.
 pub async fn unregister(args: &UnregisterArgs) -> Result<(), ManagedError> {
-    let origin = match &args.webhook_kubeconfig {
-        Some(path) => HubOrigin::Kubeconfig {
-            path: path.clone(),
-            context: None,
-        },
-        None => HubOrigin::InCluster,
-    };
-    let client = open::hub(&origin, &ClientOptions::default())
-        .await
-        .map_err(Box::new)?
-        .client;
+    let client = client(&args.webhook_kubeconfig).await?;
     for (kind, removed) in configurations::unregister(&client, &args.webhook_configuration).await? {
         let name = &args.webhook_configuration;
         match removed {
