@@ -392,12 +392,6 @@ impl<K: Cached> Store<K> {
         }
     }
 
-    /// A write of `namespace/name` failed: nothing changed. Whether events of the object
-    /// arrived while it was in flight (someone else's: trigger a pass).
-    pub fn abandoned(&self, namespace: &str, name: &str) -> bool {
-        !self.write().done_writing(&key(namespace, name)).is_empty()
-    }
-
     /// The server answered a write with `object`: reads see it until the watch delivers it.
     /// Returns whether someone else changed or deleted the object meanwhile (an event other
     /// than the write's own arrived while it was in flight, or the store already holds a
