@@ -10,11 +10,18 @@ use crate::filter::{
     DISPATCH_MANAGER, MANAGED_BY_LABEL, PROVISION_CLUSTER_ANNOTATION, SERVICE_NAME_LABEL,
 };
 use crate::slices::SliceMeta;
-use crate::sync::holds_finalizer;
 use crate::validate::{
     CROSS_CLUSTER, KARMADA_COMPATIBLE, LOAD_BALANCER, NOTHING_KNOWN, validate_mcs,
 };
 use crate::{ExposurePort, McsRef, SyncPlan};
+
+/// The finalizer that keeps a syncing MCS until its copies are withdrawn.
+pub const FINALIZER: &str = "networking.karmada.io/mcs-policy-sync";
+
+/// Whether the MCS holds the sync controller's finalizer.
+pub fn holds_finalizer(mcs: &Mcs) -> bool {
+    mcs.meta.finalizers.iter().any(|f| f == FINALIZER)
+}
 
 /// Plans the sync of an MCS (JSON text) against the registered cluster names.
 pub fn plan(raw: &str, registered: &[String]) -> Result<SyncPlan, String> {

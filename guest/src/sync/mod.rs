@@ -31,8 +31,10 @@ pub mod status;
 
 use serde_json::{Map, Value};
 
-use crate::decode::{Mcs, decode_mcs};
-use crate::plan::{plan_of, prune};
+use crate::decode::decode_mcs;
+// The finalizer is the plan's (a sweep asks it too); a pass adds and releases it.
+pub use crate::plan::FINALIZER;
+use crate::plan::{holds_finalizer, plan_of, prune};
 use crate::service;
 use crate::slices::{Slice, slices_by_member};
 use crate::{
@@ -44,14 +46,6 @@ use crate::{
 use copies::copies;
 pub use copies::{holds_copy, kept};
 use load_balancer::load_balancer;
-
-/// The finalizer that keeps a syncing MCS until its copies are withdrawn.
-pub const FINALIZER: &str = "networking.karmada.io/mcs-policy-sync";
-
-/// Whether the MCS holds the sync controller's finalizer.
-pub fn holds_finalizer(mcs: &Mcs) -> bool {
-    mcs.meta.finalizers.iter().any(|f| f == FINALIZER)
-}
 
 /// See WIT `decide`.
 pub fn decide(pass: &PassRead, settings: &SyncSettings) -> Result<PassDecision, String> {
