@@ -1,6 +1,6 @@
 //! What one server-side apply costs the client, side by side in one run (BENCHMARKS.md, "Client
 //! cost per write"): the controller's own path (kube's client through
-//! `mcs_policy::controller::apply::apply_copy`) against a bare hyper client sending the same
+//! `mcs_policy::controller::pass::write::apply::apply_copy`) against a bare hyper client sending the same
 //! request and decoding the answer the same way, each on a current-thread runtime and on a
 //! pool of two threads. Every round updates the same `N` EndpointSlices (created by a first,
 //! unmeasured round) against one kube-sim, 8 requests in flight, and prints the client's CPU
@@ -24,8 +24,8 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use mcs_policy::clusters::{ClientOptions, build_client};
-use mcs_policy::controller::apply::apply_copy;
 use mcs_policy::controller::cache::watched::WatchedSlice;
+use mcs_policy::controller::pass::write::apply::apply_copy;
 use mcs_policy::controller::tokio_runtime;
 use serde_json::json;
 use tests::sync::ensure_namespace;

@@ -607,9 +607,9 @@ fn assert_same_grants(
     );
 }
 
-/// What the controller asks of the hub in any deployment (host/src/controller: read.rs and
-/// triggers.rs list and watch, runtime.rs gets, apply.rs patches the finalizer, status.rs
-/// patches /status, events.rs creates core Events, leader/elector.rs reads, creates and
+/// What the controller asks of the hub in any deployment (host/src/controller: cache/ lists
+/// and watches, schedule/ gets, pass/write/apply.rs patches the finalizer, pass/report/status.rs
+/// patches /status, pass/report/events.rs creates core Events, leader/elector.rs reads, creates and
 /// replaces its Lease and reads the Lease's namespace, which the manifests create).
 fn hub_rules() -> BTreeSet<(String, String, String, String)> {
     let net = "networking.karmada.io";

@@ -8,10 +8,12 @@ use std::time::Duration;
 
 use kube::api::DynamicObject;
 use mcs_policy::clusters::{Cluster, Registry};
+use mcs_policy::controller::Context;
+use mcs_policy::controller::cache::triggers::Triggers;
 use mcs_policy::controller::cache::{self, Cached, Caches};
-use mcs_policy::controller::decide::Decider;
-use mcs_policy::controller::triggers::Triggers;
-use mcs_policy::controller::{Context, metrics, reconcile};
+use mcs_policy::controller::pass as reconcile;
+use mcs_policy::controller::pass::decide::Decider;
+use mcs_policy::controller::probes::metrics;
 use mcs_policy::engine::{EngineOptions, PolicyEngine};
 use serde_json::{Value, json};
 use tests::sync::*;

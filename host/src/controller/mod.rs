@@ -1,37 +1,26 @@
 //! The EndpointSlice sync controller (`mcs-policy sync`, [docs/sync.md](../../../docs/sync.md)).
-//! [`runtime`] runs it on kube-runtime's `Controller`: [`triggers`] turn changes into
-//! MultiClusterServices to reconcile, up to `--workers` at once, and
-//! [`reconcile::reconcile`] makes one pass over an MCS against the member clusters ready now.
+//!
+//! The folders follow what the controller does:
+//! - [`cache`]: the watches and the stores they fill (everything a pass reads), and
+//!   [`cache::triggers`], which turn what the watches see into MultiClusterServices to reconcile;
+//! - [`pass`]: one pass over one MCS, as its steps: [`pass::read`] → [`pass::decide`] (the
+//!   component) → [`pass::write`] → [`pass::report`] (conditions, Events);
+//! - [`schedule`]: kube-runtime's `Controller` running the passes, up to `--workers` at once, the
+//!   membership, the resync, the retries and the sweeps of orphaned copies;
+//! - [`leader`]: leader election; [`probes`]: `/healthz`, `/readyz` and `/metrics`;
+//! - [`names`]: the resources and labels every part names.
+//!
 //! The membership (which members exist and which are ready) is refreshed every probe
 //! interval; a member that becomes ready, and every resync interval, reconciles every MCS
 //! again, which repairs drift and catches returning members up.
 
-pub mod apply;
 mod args;
 pub mod cache;
-pub mod decide;
-pub mod events;
-pub mod health;
 pub mod leader;
-pub mod memory;
-pub mod metrics;
-pub mod namespace;
-pub mod orphans;
-pub mod quiet;
-pub mod read;
-pub mod reconcile;
-pub mod report;
-pub mod retries;
-pub mod retry;
-pub mod runtime;
-pub mod service;
-pub mod snapshot;
-pub mod status;
-pub mod triggers;
-pub mod writes;
-
-#[cfg(test)]
-mod scheduling_tests;
+pub mod names;
+pub mod pass;
+pub mod probes;
+pub mod schedule;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -41,8 +30,10 @@ use crate::clusters::origin::{FlagError, Origins};
 use crate::clusters::{self, ClientOptions, ClusterError, Registry};
 use crate::engine::EngineError;
 pub use args::SyncArgs;
-use decide::Decider;
-use health::Health;
+use cache::triggers;
+use pass::decide::{Decider, memory};
+use probes::health::Health;
+use probes::metrics;
 
 /// Why the controller could not start.
 #[derive(Debug, thiserror::Error)]
@@ -178,7 +169,7 @@ async fn start_and_sync(
     // Leader election (docs/sync.md#high-availability): sync only while leading; shutdown releases the Lease.
     let outcome = tokio::select! {
         _ = shutdown => Ok(()),
-        outcome = lead(&mut leadership, metrics, health, runtime::sync(ctx, changed, source, args)) => outcome,
+        outcome = lead(&mut leadership, metrics, health, schedule::sync(ctx, changed, source, args)) => outcome,
     };
     health.stopping();
     metrics.leader(false);

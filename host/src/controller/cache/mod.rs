@@ -13,7 +13,7 @@
 //! provider's slice, a copy edited or deleted by hand, a member's Service edited by hand or
 //! given a load balancer, a hub Service, an MCS's spec or deletion. A store that lists again
 //! after a failure triggers every MCS, since it may have missed changes
-//! ([`Reactions::relisted`]).
+//! ([`triggers::Reactions`]).
 //!
 //! **What a pass may assume** (docs/architecture.md, "Consistency of the caches"):
 //! - a store it reads is [`Health::Synced`]: it has listed, and applied every event since, so
@@ -36,27 +36,26 @@
 pub mod interner;
 pub mod kept;
 pub mod store;
+pub mod triggers;
 pub mod watch;
 pub mod watched;
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
-use std::time::Instant;
 
-use futures::channel::mpsc;
 use kube::Api;
 use kube::api::DynamicObject;
 use kube::runtime::watcher;
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
-use super::metrics::Metrics;
-use super::read::{SERVICE_NAME_LABEL, mcs_resource};
-use super::triggers::Triggers;
 use crate::clusters::{Cluster, Registry};
+use crate::controller::names::{SERVICE_NAME_LABEL, mcs_resource};
+use crate::controller::probes::metrics::Metrics;
 pub use kept::{KeptService, KeptSlice};
 pub use store::{Cached, Failure, Health, Store};
-use watch::{News, Watch};
+pub use watch::News;
+use watch::Watch;
 
 /// The caches of the hub.
 #[derive(Clone)]
@@ -82,7 +81,7 @@ impl Hub {
     }
 
     /// Starts the watch of the hub's Services, triggering the MCS of each changed one.
-    pub fn watch_services(&self, hub: &Cluster, reactions: &Reactions) -> JoinHandle<()> {
+    pub fn watch_services<L: Listener>(&self, hub: &Cluster, listener: &L) -> JoinHandle<()> {
         let watch = Watch {
             cluster: hub.name.clone(),
             resource: "services",
@@ -93,9 +92,7 @@ impl Hub {
             mirror: None,
             wake: Arc::default(),
         };
-        let reactions = reactions.clone();
-        let cluster = hub.name.clone();
-        tokio::spawn(watch.run(move |news| reactions.react(&cluster, news)))
+        spawn_heard(watch, &hub.name, listener)
     }
 }
 
@@ -171,50 +168,12 @@ impl Unreadable {
     }
 }
 
-/// What the caches do with the news of their watches: trigger passes, report lists.
-#[derive(Clone)]
-pub struct Reactions {
-    /// Where passes are requested.
-    pub triggers: Triggers,
-    /// The hub's MCSs: a change triggers a pass only when an MCS of its name exists.
-    pub mcs: Store<DynamicObject>,
-    /// A cluster (by name) whose store listed again after being unreadable.
-    pub relisted: mpsc::UnboundedSender<String>,
-    /// Watch failures are counted per cluster.
-    pub metrics: Arc<Metrics>,
-}
-
-impl Reactions {
-    /// Reacts to one event of a store of `cluster` grouped by MCS name (slices by their
-    /// Service, Services by name).
-    fn react<K: Cached>(&self, cluster: &str, news: News<'_, K>) {
-        match news {
-            News::Failed { kind, .. } => self.metrics.cluster_error(cluster, kind),
-            News::Changed { own: true, .. } | News::Listed { .. } => {}
-            News::Changed {
-                object,
-                group: Some(group),
-                left,
-                own: false,
-                ..
-            } => {
-                // A relabelled object is news to the group it left as well as to its new one.
-                let namespace = object.namespace();
-                for group in std::iter::once(group).chain(left) {
-                    if self.mcs.get(namespace, group).is_some() {
-                        let key = format!("{namespace}/{group}");
-                        self.triggers.send(&key, Instant::now());
-                    }
-                }
-            }
-            News::Changed { group: None, .. } => {}
-            News::Synced { returned } => {
-                if returned {
-                    self.relisted.unbounded_send(cluster.to_string()).ok();
-                }
-            }
-        }
-    }
+/// Who hears what the caches' watches see: every piece of news of every store, with the
+/// cluster it comes from. The triggers ([`triggers::Reactions`]) turn it into passes; the
+/// caches know nothing of passes.
+pub trait Listener: Clone + Send + Sync + 'static {
+    /// One piece of news of a watch of `cluster`.
+    fn hear<K: Cached>(&self, cluster: &str, news: News<'_, K>);
 }
 
 /// Every cache a pass reads: the hub's, and the members' by name. Cloning gives another
@@ -306,7 +265,7 @@ impl Members {
     /// Starts the caches of members of `registry` not cached yet, or cached through another
     /// client than their current one (rotated credentials: listed again through the new one);
     /// stops those of members no longer in it.
-    pub fn follow(&mut self, registry: &Registry, reactions: &Reactions) {
+    pub fn follow<L: Listener>(&mut self, registry: &Registry, listener: &L) {
         let mut shared = self.shared.write().unwrap_or_else(|p| p.into_inner());
         let stale: Vec<String> = self
             .running
@@ -334,7 +293,7 @@ impl Members {
                 continue;
             }
             let wake = Arc::new(Notify::new());
-            let (cache, tasks) = start_member(member, reactions, &wake);
+            let (cache, tasks) = start_member(member, listener, &wake);
             shared.insert(member.name.clone(), cache);
             let client_id = member.client_id;
             let running = Running {
@@ -368,9 +327,9 @@ impl Members {
 }
 
 /// Starts a member's two watches.
-fn start_member(
+fn start_member<L: Listener>(
     member: &Cluster,
-    reactions: &Reactions,
+    listener: &L,
     wake: &Arc<Notify>,
 ) -> (Member, Vec<JoinHandle<()>>) {
     let cache = Member::new();
@@ -395,13 +354,14 @@ fn start_member(
         wake: wake.clone(),
     };
     let tasks = vec![
-        spawn_reacting(slices, &member.name, reactions),
-        spawn_reacting(services, &member.name, reactions),
+        spawn_heard(slices, &member.name, listener),
+        spawn_heard(services, &member.name, listener),
     ];
     (cache, tasks)
 }
 
-fn spawn_reacting<K, C>(watch: Watch<K, C>, cluster: &str, reactions: &Reactions) -> JoinHandle<()>
+/// Runs `watch`, telling `listener` its news.
+fn spawn_heard<K, C, L>(watch: Watch<K, C>, cluster: &str, listener: &L) -> JoinHandle<()>
 where
     K: kube::Resource
         + Clone
@@ -411,10 +371,11 @@ where
         + Sync
         + 'static,
     C: Cached,
+    L: Listener,
 {
-    let reactions = reactions.clone();
+    let listener = listener.clone();
     let cluster = cluster.to_string();
-    tokio::spawn(watch.run(move |news| reactions.react(&cluster, news)))
+    tokio::spawn(watch.run(move |news| listener.hear(&cluster, news)))
 }
 
 /// The hub's MultiClusterServices' watch, as the resource the Controller runs on.

@@ -2,6 +2,9 @@
 //! its reads and writes (for the log and the metrics; the component decides what they mean),
 //! and whether it must be retried.
 
+pub mod events;
+pub mod status;
+
 pub use crate::clusters::api_error::chain;
 use crate::clusters::api_error::{Kind, classify};
 

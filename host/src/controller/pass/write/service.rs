@@ -1,6 +1,6 @@
 //! The *service* step (docs/sync.md#service-propagation): the hub's Service `<ns>/<mcs name>` is the template; it is
 //! created in every ready cluster of P ∪ C that lacks it (and its namespace with it, see
-//! [`super::namespace`]), and replaced where the component says it differs. A Service is
+//! [`crate::controller::pass::write::namespace`]), and replaced where the component says it differs. A Service is
 //! deleted only to be created again, when the component says so (headlessness changed, which
 //! no API server changes in place, and the Service is one the controller created); the delete
 //! is conditional on the uid and resourceVersion read, so it never removes another object of
@@ -15,10 +15,10 @@ use k8s_openapi::api::core::v1::Service;
 use kube::api::{DeleteParams, PostParams, Preconditions};
 use kube::{Api, Client};
 
-use super::cache::{KeptService, Store, kept};
-use super::decide::{DecideError, Decider};
-use super::namespace::with_namespace;
-use super::retry::on_conflict;
+use crate::controller::cache::{KeptService, Store, kept};
+use crate::controller::pass::conflict::on_conflict;
+use crate::controller::pass::decide::{DecideError, Decider};
+use crate::controller::pass::write::namespace::with_namespace;
 use crate::engine::convert::ServiceChange;
 
 /// What went wrong propagating the Service.

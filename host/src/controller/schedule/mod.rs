@@ -2,11 +2,11 @@
 //! `reconcile` and `error_policy` as in kube-rs's controller-rs, and what kube-runtime cannot
 //! know about: member clusters that come and go.
 //!
-//! - **Caches** ([`cache`](super::cache)): the hub's MCSs and Services and every member's
+//! - **Caches** ([`cache`](crate::controller::cache)): the hub's MCSs and Services and every member's
 //!   EndpointSlices and Services, each filled by a watch; member caches start and stop with the
 //!   membership. Nothing is reconciled before the caches have listed once (or failed to), and
 //!   a pass reads only caches.
-//! - **Triggers** ([`triggers`](super::triggers)): the Controller's own stream is the hub's MCS
+//! - **Triggers** ([`triggers`](crate::controller::cache::triggers)): the Controller's own stream is the hub's MCS
 //!   watch filtered to spec and deletion changes; `reconcile_on` carries every other cache's
 //!   changes; `reconcile_all_on` carries the resync tick and the catch-up when a member becomes
 //!   ready or a cache lists again. kube-runtime never reconciles one MCS twice at once, and
@@ -15,14 +15,20 @@
 //! - **Membership**: refreshed every probe interval (2 s, or the resync interval if shorter);
 //!   each pass syncs against the membership of its start.
 //! - **Retries**: `error_policy` requeues a failed pass after a per-MCS backoff
-//!   ([`retries`](super::retries)).
+//!   ([`retries`](crate::controller::schedule::retries)).
 //! - **Finalizer**: not kube-runtime's `finalizer()` helper. That helper adds the finalizer to
 //!   every object it sees and then waits for the finalizer write's own watch event; ours goes
 //!   only on MCSs that sync (an invalid or LoadBalancer-only MCS must not carry it), and the
 //!   controller's own metadata writes are filtered out as not news. The add and the release
-//!   stay in the pass ([`apply`](super::apply)).
+//!   stay in the pass ([`apply`](crate::controller::pass::write::apply)).
 //!
 //! kube's `unstable-runtime` feature gives `for_stream_with` and `reconcile_on`.
+
+pub mod orphans;
+pub mod retries;
+
+#[cfg(test)]
+mod scheduling_tests;
 
 use std::collections::HashSet;
 use std::sync::{Arc, RwLock};
@@ -35,14 +41,15 @@ use kube::runtime::controller::{self, Action, Controller};
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::reflector::store::Writer;
 
-use super::cache::{Caches, Health, Members, Reactions};
-use super::read::{self, mcs_resource};
-use super::reconcile::{self, chain};
-use super::retries::Retries;
-use super::triggers::{Changes, watch_mcs};
-use super::{Context, SyncArgs, orphans};
 use crate::clusters::api_error::classify;
 use crate::clusters::{Membership, Registry, Source};
+use crate::controller::cache::triggers::Reactions;
+use crate::controller::cache::triggers::{Changes, watch_mcs};
+use crate::controller::cache::{Caches, Health, Members};
+use crate::controller::names::{mcs_resource, object_name};
+use crate::controller::pass::{self, chain};
+use crate::controller::{Context, SyncArgs};
+use retries::Retries;
 
 /// How often the membership (and each member's readiness) is refreshed, at most.
 const PROBE_INTERVAL: Duration = Duration::from_secs(2);
@@ -71,7 +78,7 @@ pub enum PassError {
     HubUnreadable(String),
     /// The pass stopped on the hub side (plan, finalizer, status).
     #[error(transparent)]
-    Stopped(#[from] reconcile::ReconcileError),
+    Stopped(#[from] pass::ReconcileError),
     /// The pass ran, but a member, Service or load balancer step failed.
     #[error("{0} step(s) failed; the log and the MCS's conditions say which")]
     Incomplete(usize),
@@ -268,7 +275,7 @@ impl<T> Drop for AbortOnDrop<T> {
 
 /// One pass, as [`reconcile_mcs`] runs it.
 async fn pass(mcs: Arc<DynamicObject>, shared: Arc<Shared>) -> Result<Action, PassError> {
-    let key = read::object_name(&mcs);
+    let key = object_name(&mcs);
     let changed_at = shared.changes.take(&key);
     let Membership { registry, ready } = current(&shared.membership);
     let ctx = Context {
@@ -287,7 +294,7 @@ async fn pass(mcs: Arc<DynamicObject>, shared: Arc<Shared>) -> Result<Action, Pa
 
 /// The Controller's `error_policy`: retry after the MCS's backoff.
 fn error_policy(mcs: Arc<DynamicObject>, _: &PassError, shared: Arc<Shared>) -> Action {
-    shared.retries.failed(&read::object_name(&mcs))
+    shared.retries.failed(&object_name(&mcs))
 }
 
 /// What the Controller's stream reports beyond the passes, which log for themselves.
@@ -332,7 +339,7 @@ async fn reconcile_key(ctx: &Context, key: &str, ready: &[String]) -> Result<(),
         api_version: resource.api_version.clone(),
         kind: resource.kind.clone(),
     });
-    match reconcile::reconcile(ctx, &mcs, ready).await {
+    match pass::reconcile(ctx, &mcs, ready).await {
         Ok(r) => {
             ctx.metrics.applied(r.applied);
             ctx.metrics.deleted(r.deleted);
@@ -374,7 +381,7 @@ fn forget_gone(shared: &Shared, all: &[Arc<DynamicObject>]) {
     if let Ok(mut memory) = ctx.remembered.lock() {
         memory.retain(|uid, _| alive_uid(uid));
     }
-    let keys: HashSet<String> = all.iter().map(|m| read::object_name(m)).collect();
+    let keys: HashSet<String> = all.iter().map(|m| object_name(m)).collect();
     shared.retries.retain(|key| keys.contains(key));
 }
 

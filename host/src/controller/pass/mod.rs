@@ -5,27 +5,34 @@
 //! (clients). Every rule is the component's; a failing member cluster is reported and
 //! skipped, never fatal.
 //!
-//! [`snapshot`]: super::snapshot
-//! [`writes`]: super::writes
-//! [`Decider::decide`]: super::decide::Decider::decide
-//! [`Decider::conclude`]: super::decide::Decider::conclude
+//! [`snapshot`]: crate::controller::pass::read::snapshot
+//! [`writes`]: crate::controller::pass::write
+//! [`Decider::decide`]: crate::controller::pass::decide::Decider::decide
+//! [`Decider::conclude`]: crate::controller::pass::decide::Decider::conclude
+
+pub mod conflict;
+pub mod decide;
+pub mod read;
+pub mod report;
+pub mod write;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::DynamicObject;
 use serde_json::Value;
 
-use super::Context;
-use super::apply::{ApplyError, set_finalizer};
-use super::decide::{DecideError, stale_timeout_ms};
-use super::events::emit;
-use super::memory::Remembered;
-use super::quiet::{self, Fingerprint};
-use super::read::{ReadError, object_name};
-pub use super::report::{Report, chain};
-use super::snapshot;
-use super::status::{StatusError, set_status};
-use super::writes::{Written, write_all};
+use crate::controller::Context;
+use crate::controller::names::object_name;
+use crate::controller::pass::decide::memory::Remembered;
+use crate::controller::pass::decide::quiet::{self, Fingerprint};
+use crate::controller::pass::decide::{DecideError, stale_timeout_ms};
+use crate::controller::pass::read::ReadError;
+use crate::controller::pass::read::snapshot;
+use crate::controller::pass::report::events::emit;
+use crate::controller::pass::report::status::{StatusError, set_status};
+pub use crate::controller::pass::report::{Report, chain};
+use crate::controller::pass::write::apply::{ApplyError, set_finalizer};
+use crate::controller::pass::write::{Written, write_all};
 use crate::engine::convert;
 use crate::engine::types::{FinalizerChange, PassDecision, Reported, StatusNow, StatusUpdate};
 
@@ -136,7 +143,7 @@ fn nothing_decided(decision: &PassDecision) -> bool {
 /// the hub's watch delivers it (its conditions are compared with what `conclude` decides).
 fn remember_write(ctx: &Context, written: Option<&DynamicObject>) {
     if let Some(written) = written {
-        let written = super::cache::kept::mcs(written.clone());
+        let written = crate::controller::cache::kept::mcs(written.clone());
         ctx.caches.hub.mcs.wrote(written);
     }
 }

@@ -3,6 +3,9 @@
 //! `prune`). No client here; a call runs on the calling task's worker for a short slice, then on
 //! the blocking pool if it needs longer ([`Decider::blocking`]).
 
+pub mod memory;
+pub mod quiet;
+
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Service;

@@ -7,7 +7,7 @@ use k8s_openapi::jiff::Timestamp;
 use kube::api::{DynamicObject, PostParams};
 use kube::{Api, Client};
 
-use super::read::object_name;
+use crate::controller::names::object_name;
 use crate::engine::types::EventNote;
 
 /// `source.component` of every Event.

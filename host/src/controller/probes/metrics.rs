@@ -1,5 +1,5 @@
 //! Prometheus metrics of the sync controller, served as text at `GET /metrics` when
-//! `--metrics-listen` is given, beside the probes of [`super::health`].
+//! `--metrics-listen` is given, beside the probes of [`crate::controller::probes::health`].
 
 use std::future::Future;
 use std::sync::Arc;
@@ -17,8 +17,8 @@ use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 use tokio::net::TcpListener;
 
-use super::health::{self, Health};
 use crate::clusters::api_error::Kind;
+use crate::controller::probes::health::{self, Health};
 
 type Labels = Vec<(&'static str, String)>;
 
@@ -145,7 +145,7 @@ impl Metrics {
         self.reconciles.inc();
     }
 
-    /// A reconcile skipped as quiet ([`super::quiet`]); counted in `reconciles` too.
+    /// A reconcile skipped as quiet ([`crate::controller::pass::decide::quiet`]); counted in `reconciles` too.
     pub fn skipped_quiet(&self) {
         self.quiet.inc();
     }

@@ -16,7 +16,7 @@ use kube::runtime::scheduler::{ScheduleRequest, scheduler};
 use kube::runtime::watcher;
 use tokio::time::{Duration, Instant};
 
-use super::read::mcs_resource;
+use crate::controller::names::mcs_resource;
 
 /// The sender of a scheduler's requests: the scheduler ends when it is dropped.
 type Requests = mpsc::UnboundedSender<ScheduleRequest<&'static str>>;

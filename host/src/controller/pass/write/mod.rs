@@ -2,11 +2,15 @@
 //! Services to create, replace or recreate, and in every member the copies to apply and the
 //! stale copies to delete — every member at once. A write that fails is a fact for `conclude`;
 //! the others go on. Every write is recorded in the member's cache (read your writes, see
-//! [`super::cache::store`]), and every deletion carries the uid and resourceVersion the pass
+//! [`crate::controller::cache::store`]), and every deletion carries the uid and resourceVersion the pass
 //! read, so an object re-created or changed since is never deleted; a copy the pass did not
 //! read (no uid known) is never deleted. A deletion refused on its preconditions (409: someone
 //! changed the copy) is a failure of the pass: it is retried after its backoff on what the
 //! caches hold then, and the change's own watch event brings a pass sooner.
+
+pub mod apply;
+pub mod namespace;
+pub mod service;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -15,13 +19,13 @@ use std::time::Instant;
 use futures::future::join_all;
 use kube::api::Preconditions;
 
-use super::Context;
-use super::apply::{ApplyError, apply_copy, delete_slice};
-use super::cache::{self, Cached};
-use super::report::Failure;
-use super::service::{Propagated, Target, write};
-use super::snapshot::Snapshot;
 use crate::clusters::Cluster;
+use crate::controller::Context;
+use crate::controller::cache::{self, Cached};
+use crate::controller::pass::read::snapshot::Snapshot;
+use crate::controller::pass::report::Failure;
+use crate::controller::pass::write::apply::{ApplyError, apply_copy, delete_slice};
+use crate::controller::pass::write::service::{Propagated, Target, write};
 use crate::engine::convert;
 use crate::engine::types::{PassDecision, ServiceWrite, SliceWrite, WriteFailures};
 
@@ -196,7 +200,7 @@ impl Member<'_> {
 /// The preconditions of deleting `read`, the object as read: its uid and, where known, its
 /// resourceVersion. `None` when it was not read or its uid is not known: then it is not
 /// deleted (a deletion without a uid could remove an object re-created since).
-pub(super) fn preconditions<K: Cached>(read: Option<&K>) -> Option<Preconditions> {
+pub(crate) fn preconditions<K: Cached>(read: Option<&K>) -> Option<Preconditions> {
     let read = read?;
     Some(Preconditions {
         uid: Some(read.uid()?.to_string()),
@@ -224,7 +228,7 @@ async fn write_service(
     let template = match kept.decode() {
         Ok(template) => template,
         Err(err) => {
-            let err = super::service::ServiceError::NotAService {
+            let err = crate::controller::pass::write::service::ServiceError::NotAService {
                 cluster: cluster.name.clone(),
                 namespace: kept.namespace().to_string(),
                 name: kept.name().to_string(),
@@ -254,12 +258,14 @@ async fn write_service(
             }
             outcome
         }
-        Err(e) => Err(super::service::ServiceError::NotAService {
-            cluster: cluster.name.clone(),
-            namespace: template.metadata.namespace.clone().unwrap_or_default(),
-            name: template.metadata.name.clone().unwrap_or_default(),
-            why: e.to_string(),
-        }),
+        Err(e) => Err(
+            crate::controller::pass::write::service::ServiceError::NotAService {
+                cluster: cluster.name.clone(),
+                namespace: template.metadata.namespace.clone().unwrap_or_default(),
+                name: template.metadata.name.clone().unwrap_or_default(),
+                why: e.to_string(),
+            },
+        ),
     };
     match outcome {
         Ok(Propagated::Unchanged) => None,

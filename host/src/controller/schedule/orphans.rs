@@ -28,13 +28,16 @@ use std::time::{Duration, Instant};
 
 use kube::api::DynamicObject;
 
-use super::Context;
-use super::apply::delete_slice;
-use super::cache::{Cached, Health, KeptSlice};
-use super::read::{DISPATCH_MANAGER, MANAGED_BY_LABEL, SERVICE_NAME_LABEL, mcs_json, object_name};
-use super::report::{Failure, Report, chain};
-use super::writes::preconditions;
 use crate::clusters::{Cluster, Registry};
+use crate::controller::Context;
+use crate::controller::cache::{Cached, Health, KeptSlice};
+use crate::controller::names::{
+    DISPATCH_MANAGER, MANAGED_BY_LABEL, SERVICE_NAME_LABEL, object_name,
+};
+use crate::controller::pass::read::mcs_json;
+use crate::controller::pass::report::{Failure, Report, chain};
+use crate::controller::pass::write::apply::delete_slice;
+use crate::controller::pass::write::preconditions;
 use crate::engine::convert;
 use crate::engine::types::McsRef;
 

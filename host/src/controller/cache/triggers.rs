@@ -5,7 +5,7 @@
 //!   spec or whether it is being deleted changed;
 //! - a Service in the hub (the template), an EndpointSlice or a Service in a member → the MCS
 //!   of the same namespace and name (a slice's Service name), when the hub has one and the
-//!   change is not the controller's own write (the caches tell, [`super::cache`]).
+//!   change is not the controller's own write (the caches tell, [`crate::controller::cache`]).
 //!
 //! The caches send references into the channel the Controller reads with `reconcile_on`: its
 //! own `watches` cannot follow clusters that come and go, and every trigger here is timed from
@@ -23,10 +23,11 @@ use kube::runtime::reflector::{self, ObjectRef};
 use kube::runtime::watcher::{self, Event};
 use tokio::task::JoinHandle;
 
-use super::cache::watch::{News, Watch};
-use super::cache::{self, Reactions, Store};
-use super::read::mcs_resource;
+use super::watch::{News, Watch};
+use super::{Cached, Listener, Store};
 use crate::clusters::Cluster;
+use crate::controller::names::mcs_resource;
+use crate::controller::probes::metrics::Metrics;
 
 /// What happened to an object.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -103,6 +104,53 @@ impl Triggers {
     }
 }
 
+/// What the caches do with the news of their watches: trigger passes, report lists.
+#[derive(Clone)]
+pub struct Reactions {
+    /// Where passes are requested.
+    pub triggers: Triggers,
+    /// The hub's MCSs: a change triggers a pass only when an MCS of its name exists.
+    pub mcs: Store<DynamicObject>,
+    /// A cluster (by name) whose store listed again after being unreadable.
+    pub relisted: mpsc::UnboundedSender<String>,
+    /// Watch failures are counted per cluster.
+    pub metrics: Arc<Metrics>,
+}
+
+impl Listener for Reactions {
+    /// Reacts to one event of a store of `cluster` grouped by MCS name (slices by their
+    /// Service, Services by name): a foreign change of a group that names an MCS triggers
+    /// its pass.
+    fn hear<K: Cached>(&self, cluster: &str, news: News<'_, K>) {
+        match news {
+            News::Failed { kind, .. } => self.metrics.cluster_error(cluster, kind),
+            News::Changed { own: true, .. } | News::Listed { .. } => {}
+            News::Changed {
+                object,
+                group: Some(group),
+                left,
+                own: false,
+                ..
+            } => {
+                // A relabelled object is news to the group it left as well as to its new one.
+                let namespace = object.namespace();
+                for group in std::iter::once(group).chain(left) {
+                    if self.mcs.get(namespace, group).is_some() {
+                        let key = format!("{namespace}/{group}");
+                        self.triggers.send(&key, Instant::now());
+                    }
+                }
+            }
+            News::Changed { group: None, .. } => {}
+            News::Synced { returned } => {
+                if returned {
+                    self.relisted.unbounded_send(cluster.to_string()).ok();
+                }
+            }
+        }
+    }
+}
+
 /// Starts the watch of the hub's MultiClusterServices: it fills `store` (what passes read),
 /// mirrors every event, metadata only, into `writer` (the store the Controller runs on), and
 /// sends into the returned stream every MCS whose spec or deletion changed
@@ -124,10 +172,10 @@ pub fn watch_mcs(
     let watch = Watch {
         cluster: hub.name.clone(),
         resource: "multiclusterservices",
-        api: cache::mcs_api(hub),
+        api: super::mcs_api(hub),
         config: watcher::Config::default(),
         store,
-        keep: cache::kept::mcs,
+        keep: super::kept::mcs,
         mirror: Some(Box::new(mirror)),
         wake: Arc::default(),
     };

@@ -8,10 +8,10 @@ use kube::api::{DeleteParams, DynamicObject, Patch, PatchParams, Preconditions};
 use kube::{Api, Client};
 use serde_json::json;
 
-use super::cache::watched::WatchedSlice;
-use super::namespace::with_namespace;
-use super::read::{mcs_resource, object_name};
-use super::retry::on_conflict;
+use crate::controller::cache::watched::WatchedSlice;
+use crate::controller::names::{mcs_resource, object_name};
+use crate::controller::pass::conflict::on_conflict;
+use crate::controller::pass::write::namespace::with_namespace;
 
 /// What could not be written.
 #[derive(Debug, thiserror::Error)]

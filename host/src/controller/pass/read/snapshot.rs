@@ -2,7 +2,7 @@
 //! shape the component's `decide` takes — the MCS, the hub's Service template, and in every
 //! ready member its EndpointSlices of the Service and its Service — with what the controller
 //! remembers of the MCS (how long each member has been unreadable, the providers' last load
-//! balancer entries). Everything comes from the caches ([`super::cache`]): no request is made.
+//! balancer entries). Everything comes from the caches ([`crate::controller::cache`]): no request is made.
 //! A member whose caches are not synced is handed to the component as a failed read, with the
 //! message it reports; nothing here decides.
 
@@ -12,9 +12,9 @@ use std::time::Instant;
 
 use kube::api::DynamicObject;
 
-use super::Context;
-use super::cache::{self, Cached, Health, KeptService, KeptSlice};
-use super::read::{ReadError, mcs_json};
+use crate::controller::Context;
+use crate::controller::cache::{self, Cached, Health, KeptService, KeptSlice};
+use crate::controller::pass::read::{ReadError, mcs_json};
 use crate::engine::PassSlices;
 use crate::engine::types::{MemberObjects, MemberRead, MemberState, PassRead, ReadFailure};
 

@@ -15,10 +15,10 @@ use kube::api::{DynamicObject, Patch, PatchParams};
 use kube::{Api, Client};
 use serde_json::{Value, json};
 
-use super::decide::DecideError;
-use super::read::{mcs_resource, object_name};
-use super::retry::CONFLICT_ATTEMPTS;
 use crate::clusters::api_error::{Kind, chain, classify};
+use crate::controller::names::{mcs_resource, object_name};
+use crate::controller::pass::conflict::CONFLICT_ATTEMPTS;
+use crate::controller::pass::decide::DecideError;
 
 /// Why the status could not be written.
 #[derive(Debug, thiserror::Error)]

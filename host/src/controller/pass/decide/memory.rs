@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use super::quiet::Fingerprint;
+use crate::controller::pass::decide::quiet::Fingerprint;
 use crate::engine::types::{LoadBalancerIngress, RememberedIngress, Reported};
 
 /// One MCS's memory.
@@ -19,7 +19,7 @@ pub struct Remembered {
     ingress: BTreeMap<String, Vec<LoadBalancerIngress>>,
     /// What the Events reported last (as `conclude` returned it), once every Event was written.
     pub reported: Option<Reported>,
-    /// The input of the last pass, when that pass had nothing to do ([`super::quiet`]).
+    /// The input of the last pass, when that pass had nothing to do ([`crate::controller::pass::decide::quiet`]).
     pub quiet: Option<Fingerprint>,
 }
 
