@@ -8,6 +8,7 @@ mod faults;
 mod fixtures;
 mod kubectl;
 mod lists;
+mod mcs_api;
 mod patch;
 mod requests;
 mod services;
