@@ -15,11 +15,16 @@
 //!   base64, a string where a number goes): 400, as the create and update handlers answer.
 //! - [`validate`]: part of `pkg/apis/admissionregistration/validation`
 //!   (`validateValidatingWebhook`, `validateMutatingWebhook`, `validateAdmissionReviewVersions`,
-//!   unique names): names required, DNS-1123 subdomains with at least three segments, unique;
-//!   `sideEffects` required, `None` or `NoneOnDryRun`; `admissionReviewVersions` non-empty;
-//!   `clientConfig` exactly one of `url` and `service`; `timeoutSeconds` 1 to 30. Not
-//!   validated: rules, `failurePolicy`/`matchPolicy`/`reinvocationPolicy` values, selectors,
-//!   the URL and service reference, recognized admission review versions, match conditions.
+//!   unique names, `validateRuleWithOperations`): names required, DNS-1123 subdomains with at
+//!   least three segments, unique; each rule's operations (required, supported, `*` alone),
+//!   API groups and versions (required, `*` alone, no empty version), resources (required, no
+//!   empty one, the wildcard and subresource combinations) and scope; the values of
+//!   `failurePolicy`, `matchPolicy` and `reinvocationPolicy`; `sideEffects` required, `None`
+//!   or `NoneOnDryRun`; `admissionReviewVersions` non-empty; `clientConfig` exactly one of
+//!   `url` and `service`; `timeoutSeconds` 1 to 30. Not validated: selectors, the URL and
+//!   service reference, recognized admission review versions, match conditions. Whether a
+//!   rule's groups, versions and resources are served is not checked, as the apiserver does
+//!   not check it: a configuration may name a resource no CRD defines yet.
 
 use std::collections::BTreeSet;
 
@@ -290,6 +295,24 @@ pub fn validate(obj: &Value) -> ErrorList {
         let at = |child: &str| field::child(&path, child);
         let name = hook["name"].as_str().unwrap_or_default();
         errors.extend(fully_qualified_name(&at("name"), name));
+        for (r, rule) in hook["rules"].as_array().into_iter().flatten().enumerate() {
+            errors.extend(rule_with_operations(rule, &field::index(&at("rules"), r)));
+        }
+        for (key, supported) in [
+            ("failurePolicy", &FAILURE_POLICIES[..]),
+            ("matchPolicy", &MATCH_POLICIES[..]),
+            ("reinvocationPolicy", &REINVOCATION_POLICIES[..]),
+        ] {
+            if let Some(value) = hook.get(key).filter(|v| !v.is_null())
+                && !value.as_str().is_some_and(|s| supported.contains(&s))
+            {
+                errors.push(FieldError::not_supported(
+                    &at(key),
+                    value.clone(),
+                    supported,
+                ));
+            }
+        }
         match &hook["sideEffects"] {
             Value::Null => errors.push(FieldError::required(
                 &at("sideEffects"),
@@ -329,6 +352,151 @@ pub fn validate(obj: &Value) -> ErrorList {
         if !name.is_empty() && !names.insert(name) {
             errors.push(FieldError::duplicate(&at("name"), name));
         }
+    }
+    errors
+}
+
+/// The supported values, sorted as `sets.List` gives them to `field.NotSupported`.
+const OPERATIONS: [&str; 5] = ["*", "CONNECT", "CREATE", "DELETE", "UPDATE"];
+const SCOPES: [&str; 3] = ["*", "Cluster", "Namespaced"];
+const FAILURE_POLICIES: [&str; 2] = ["Fail", "Ignore"];
+const MATCH_POLICIES: [&str; 2] = ["Equivalent", "Exact"];
+const REINVOCATION_POLICIES: [&str; 2] = ["IfNeeded", "Never"];
+
+fn strings(value: &Value) -> Vec<&str> {
+    value
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|v| v.as_str().unwrap_or_default())
+        .collect()
+}
+
+/// `validateRuleWithOperations`, then `validateRule` with subresources allowed.
+fn rule_with_operations(rule: &Value, path: &str) -> ErrorList {
+    let mut errors = ErrorList::new();
+    let at = |child: &str| field::child(path, child);
+    let operations = strings(&rule["operations"]);
+    if operations.is_empty() {
+        errors.push(FieldError::required(&at("operations"), ""));
+    }
+    if operations.len() > 1 && operations.contains(&"*") {
+        errors.push(FieldError::invalid(
+            &at("operations"),
+            rule["operations"].clone(),
+            "if '*' is present, must not specify other operations",
+        ));
+    }
+    for (i, operation) in operations.iter().enumerate() {
+        if !OPERATIONS.contains(operation) {
+            errors.push(FieldError::not_supported(
+                &field::index(&at("operations"), i),
+                *operation,
+                &OPERATIONS,
+            ));
+        }
+    }
+    let groups = strings(&rule["apiGroups"]);
+    if groups.is_empty() {
+        errors.push(FieldError::required(&at("apiGroups"), ""));
+    }
+    if groups.len() > 1 && groups.contains(&"*") {
+        errors.push(FieldError::invalid(
+            &at("apiGroups"),
+            rule["apiGroups"].clone(),
+            "if '*' is present, must not specify other API groups",
+        ));
+    }
+    let versions = strings(&rule["apiVersions"]);
+    if versions.is_empty() {
+        errors.push(FieldError::required(&at("apiVersions"), ""));
+    }
+    if versions.len() > 1 && versions.contains(&"*") {
+        errors.push(FieldError::invalid(
+            &at("apiVersions"),
+            rule["apiVersions"].clone(),
+            "if '*' is present, must not specify other API versions",
+        ));
+    }
+    for (i, version) in versions.iter().enumerate() {
+        if version.is_empty() {
+            errors.push(FieldError::required(
+                &field::index(&at("apiVersions"), i),
+                "",
+            ));
+        }
+    }
+    errors.extend(resources(&rule["resources"], &at("resources")));
+    if let Some(scope) = rule.get("scope").filter(|v| !v.is_null())
+        && !scope.as_str().is_some_and(|s| SCOPES.contains(&s))
+    {
+        errors.push(FieldError::not_supported(
+            &at("scope"),
+            scope.clone(),
+            &SCOPES,
+        ));
+    }
+    errors
+}
+
+/// `validateResources`: `resource`, `resource/subresource`, and the wildcards `*`, `x/*`,
+/// `*/x`, `*/*` in the combinations the apiserver allows.
+fn resources(value: &Value, path: &str) -> ErrorList {
+    let mut errors = ErrorList::new();
+    let resources = strings(value);
+    if resources.is_empty() {
+        errors.push(FieldError::required(path, ""));
+    }
+    let mut with_wildcard_subresources = BTreeSet::new();
+    let mut subresources_of_any = BTreeSet::new();
+    let (mut double_wildcard, mut single_wildcard, mut without_subresource) = (false, false, false);
+    for (i, entry) in resources.iter().enumerate() {
+        let at = field::index(path, i);
+        if entry.is_empty() {
+            errors.push(FieldError::required(&at, ""));
+            continue;
+        }
+        double_wildcard |= *entry == "*/*";
+        single_wildcard |= *entry == "*";
+        let Some((resource, subresource)) = entry.split_once('/') else {
+            // As the apiserver's loop does: the last entry without a subresource decides.
+            without_subresource = *entry != "*";
+            continue;
+        };
+        if with_wildcard_subresources.contains(resource) {
+            errors.push(FieldError::invalid(
+                &at,
+                *entry,
+                format!("if '{resource}/*' is present, must not specify {entry}"),
+            ));
+        }
+        if subresources_of_any.contains(subresource) {
+            errors.push(FieldError::invalid(
+                &at,
+                *entry,
+                format!("if '*/{subresource}' is present, must not specify {entry}"),
+            ));
+        }
+        if subresource == "*" {
+            with_wildcard_subresources.insert(resource);
+        }
+        if resource == "*" {
+            subresources_of_any.insert(subresource);
+        }
+    }
+    if resources.len() > 1 && double_wildcard {
+        errors.push(FieldError::invalid(
+            path,
+            value.clone(),
+            "if '*/*' is present, must not specify other resources",
+        ));
+    }
+    if single_wildcard && without_subresource {
+        errors.push(FieldError::invalid(
+            path,
+            value.clone(),
+            "if '*' is present, must not specify other resources without subresources",
+        ));
     }
     errors
 }
@@ -414,6 +582,82 @@ mod tests {
                 "webhooks[3].name: Required value",
             ]
         );
+    }
+
+    fn hook(rules: Value, extra: Value) -> Value {
+        let mut hook = json!({"name": "a.b.c", "clientConfig": {"url": "https://x"},
+            "sideEffects": "None", "admissionReviewVersions": ["v1"], "rules": rules});
+        for (key, value) in extra.as_object().unwrap() {
+            hook[key] = value.clone();
+        }
+        json!({"webhooks": [hook]})
+    }
+
+    #[test]
+    fn rules_and_policies_are_validated_with_the_apiservers_wording() {
+        let rules = json!([
+            {"operations": [], "apiGroups": [], "apiVersions": [], "resources": []},
+            {"operations": ["*", "CREATE", "PATCH"], "apiGroups": ["*", "apps"],
+             "apiVersions": ["*", ""], "resources": ["pods", ""], "scope": "Everywhere"},
+            {"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"],
+             "resources": ["pods/*", "pods/status", "*/scale", "deployments/scale"]},
+            {"operations": ["UPDATE"], "apiGroups": [""], "apiVersions": ["v1"],
+             "resources": ["*/*", "pods"]},
+            {"operations": ["UPDATE"], "apiGroups": [""], "apiVersions": ["v1"],
+             "resources": ["*", "pods"]},
+        ]);
+        let mut obj = hook(
+            rules,
+            json!({"failurePolicy": "Sometimes", "matchPolicy": "Loose"}),
+        );
+        decode_defaults(&mut obj, false);
+        assert_eq!(
+            messages(&validate(&obj)),
+            [
+                "webhooks[0].rules[0].operations: Required value",
+                "webhooks[0].rules[0].apiGroups: Required value",
+                "webhooks[0].rules[0].apiVersions: Required value",
+                "webhooks[0].rules[0].resources: Required value",
+                "webhooks[0].rules[1].operations: Invalid value: [\"*\",\"CREATE\",\"PATCH\"]: if '*' is present, must not specify other operations",
+                "webhooks[0].rules[1].operations[2]: Unsupported value: \"PATCH\": supported values: \"*\", \"CONNECT\", \"CREATE\", \"DELETE\", \"UPDATE\"",
+                "webhooks[0].rules[1].apiGroups: Invalid value: [\"*\",\"apps\"]: if '*' is present, must not specify other API groups",
+                "webhooks[0].rules[1].apiVersions: Invalid value: [\"*\",\"\"]: if '*' is present, must not specify other API versions",
+                "webhooks[0].rules[1].apiVersions[1]: Required value",
+                "webhooks[0].rules[1].resources[1]: Required value",
+                "webhooks[0].rules[1].scope: Unsupported value: \"Everywhere\": supported values: \"*\", \"Cluster\", \"Namespaced\"",
+                "webhooks[0].rules[2].resources[1]: Invalid value: \"pods/status\": if 'pods/*' is present, must not specify pods/status",
+                "webhooks[0].rules[2].resources[3]: Invalid value: \"deployments/scale\": if '*/scale' is present, must not specify deployments/scale",
+                "webhooks[0].rules[3].resources: Invalid value: [\"*/*\",\"pods\"]: if '*/*' is present, must not specify other resources",
+                "webhooks[0].rules[4].resources: Invalid value: [\"*\",\"pods\"]: if '*' is present, must not specify other resources without subresources",
+                "webhooks[0].failurePolicy: Unsupported value: \"Sometimes\": supported values: \"Fail\", \"Ignore\"",
+                "webhooks[0].matchPolicy: Unsupported value: \"Loose\": supported values: \"Equivalent\", \"Exact\"",
+            ]
+        );
+        let mut mutating = hook(
+            json!([{"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods"]}]),
+            json!({"reinvocationPolicy": "Always"}),
+        );
+        decode_defaults(&mut mutating, true);
+        assert_eq!(
+            messages(&validate(&mutating)),
+            [
+                "webhooks[0].reinvocationPolicy: Unsupported value: \"Always\": supported values: \"IfNeeded\", \"Never\""
+            ]
+        );
+    }
+
+    #[test]
+    fn a_rule_for_a_resource_nothing_serves_is_valid() {
+        // admissionregistration does not look the resources up: a configuration may come
+        // before the CRD whose objects it admits.
+        let mut obj = hook(
+            json!([{"operations": ["CREATE", "UPDATE"], "apiGroups": ["multicluster.x-k8s.io"],
+                "apiVersions": ["v1alpha1", "v1beta1"], "resources": ["serviceexports"],
+                "scope": "Namespaced"}]),
+            json!({}),
+        );
+        decode_defaults(&mut obj, false);
+        assert_eq!(messages(&validate(&obj)), Vec::<String>::new());
     }
 
     #[test]
