@@ -16,6 +16,13 @@ pub const MANAGED_BY_LABEL: &str = "endpointslice.kubernetes.io/managed-by";
 pub const DISPATCH_MANAGER: &str = "endpointslice-dispatch-controller.karmada.io";
 pub const IMPORT_MANAGER: &str = "endpointslice-controller.karmada.io";
 pub const PROVISION_CLUSTER_ANNOTATION: &str = "endpointslice.karmada.io/provision-cluster";
+/// The managed-by value of the EndpointSlices the clusterset rules import (`clusterset/`):
+/// distinct from the MultiClusterService copies', so neither API's prune touches the other's.
+pub const CLUSTERSET_MANAGER: &str = "endpointslice-clusterset-controller.karmada.io";
+/// The Multi-Cluster Services API's label naming the multi-cluster service a slice belongs to.
+pub const MC_SERVICE_NAME_LABEL: &str = "multicluster.kubernetes.io/service-name";
+/// The Multi-Cluster Services API's label naming the cluster a slice's endpoints are in.
+pub const MC_SOURCE_CLUSTER_LABEL: &str = "multicluster.kubernetes.io/source-cluster";
 
 const MAX_NAME: usize = 253;
 /// `-` plus 16 hex digits of the hash.
@@ -113,7 +120,7 @@ pub fn is_source_slice(namespace: &str, labels: &[(String, String)], mcs: &McsRe
         && label(SERVICE_NAME_LABEL) == Some(mcs.name.as_str())
         && !matches!(
             label(MANAGED_BY_LABEL),
-            Some(DISPATCH_MANAGER | IMPORT_MANAGER)
+            Some(DISPATCH_MANAGER | IMPORT_MANAGER | CLUSTERSET_MANAGER)
         )
 }
 
@@ -173,9 +180,12 @@ fn copy_of(
         source: index as u32,
         name: copy_name(source, &slice.name),
         // In key order, as a cluster returns them: a held copy then compares without sorting.
+        // The Multi-Cluster Services API's labels too, so MCS-aware tools see the copies.
         labels: vec![
             (MANAGED_BY_LABEL.to_string(), DISPATCH_MANAGER.to_string()),
             (SERVICE_NAME_LABEL.to_string(), mcs.name.clone()),
+            (MC_SERVICE_NAME_LABEL.to_string(), mcs.name.clone()),
+            (MC_SOURCE_CLUSTER_LABEL.to_string(), source.to_string()),
         ],
         annotations: vec![(PROVISION_CLUSTER_ANNOTATION.to_string(), source.to_string())],
         ports,
@@ -298,7 +308,9 @@ mod tests {
             copy.labels,
             vec![
                 (MANAGED_BY_LABEL.to_string(), DISPATCH_MANAGER.to_string()),
-                (SERVICE_NAME_LABEL.to_string(), "web".to_string())
+                (SERVICE_NAME_LABEL.to_string(), "web".to_string()),
+                (MC_SERVICE_NAME_LABEL.to_string(), "web".to_string()),
+                (MC_SOURCE_CLUSTER_LABEL.to_string(), "member1".to_string()),
             ]
         );
         assert_eq!(

@@ -15,6 +15,7 @@ mod bump;
 static ALLOCATOR: bump::Bump = bump::Bump::new();
 
 pub mod balancer;
+pub mod clusterset;
 pub mod decode;
 pub mod defaults;
 pub mod field;
@@ -102,6 +103,10 @@ impl Guest for Component {
         reported: Option<Reported>,
     ) -> StatusUpdate {
         sync::status::conclude(&basis, &failures, &current, reported.as_ref())
+    }
+
+    fn clusterset_decide(read: ClustersetRead) -> Result<ClustersetDecision, String> {
+        clusterset::decide(&read)
     }
 
     fn cluster_name_problem(name: String) -> Option<String> {

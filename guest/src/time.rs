@@ -2,7 +2,7 @@
 //! back in UTC with second precision. The component has no clock; these are plain calculations.
 
 /// An instant, as seconds and nanoseconds since the Unix epoch.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Timestamp {
     secs: i64,
     nanos: u32,

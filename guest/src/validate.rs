@@ -7,8 +7,8 @@ use std::collections::BTreeSet;
 use crate::decode::{Ingress, Mcs, decode_mcs};
 use crate::field::{BadValue, aggregate, child, index};
 use crate::{
-    AdmissionRequest, Context, Denial, FieldError, Operation, Rejection, Settings, meta, names,
-    strict,
+    AdmissionRequest, Context, Denial, FieldError, Operation, Rejection, Settings, clusterset,
+    meta, names, strict,
 };
 
 pub const CROSS_CLUSTER: &str = "CrossCluster";
@@ -39,7 +39,15 @@ pub fn validate_request(
     if !matches!(request.operation, Operation::Create | Operation::Update) {
         return Ok(Vec::new());
     }
-    let new = decode_mcs(&request.object).map_err(Denial::Malformed)?;
+    let new = match decode_mcs(&request.object) {
+        Ok(new) => new,
+        // Not a MultiClusterService: a ServiceExport has rules of its own (looked for only
+        // here, so a MultiClusterService's admission costs nothing more).
+        Err(e) => match clusterset::admission::service_export(&request.object) {
+            Some(export) => return clusterset::admission::validate(&export),
+            None => return Err(Denial::Malformed(e)),
+        },
+    };
     let errors = match request.operation {
         Operation::Update => {
             let old = decode_mcs(request.old_object.as_deref().unwrap_or_default())

@@ -2,7 +2,8 @@ use serde_json::{Value, json};
 
 use super::*;
 use crate::filter::{
-    self, DISPATCH_MANAGER, MANAGED_BY_LABEL, PROVISION_CLUSTER_ANNOTATION, SERVICE_NAME_LABEL,
+    self, DISPATCH_MANAGER, MANAGED_BY_LABEL, MC_SERVICE_NAME_LABEL, MC_SOURCE_CLUSTER_LABEL,
+    PROVISION_CLUSTER_ANNOTATION, SERVICE_NAME_LABEL,
 };
 use crate::{EndpointPort, LoadBalancerIngress, MemberSlices, SliceBody, SliceCopy, SliceSummary};
 
@@ -339,7 +340,13 @@ fn a_consumer_gets_copies_of_other_providers_slices_and_never_of_its_own() {
         written_copy(&sent.copy, &own("web-a")),
         copy("m1", "m2", "web-a")
     );
-    assert_eq!(sent.copy.labels, pairs(&COPY_LABELS));
+    let labels = [
+        COPY_LABELS[0],
+        COPY_LABELS[1],
+        (MC_SERVICE_NAME_LABEL, "web"),
+        (MC_SOURCE_CLUSTER_LABEL, "m1"),
+    ];
+    assert_eq!(sent.copy.labels, pairs(&labels));
     let annotations = [(PROVISION_CLUSTER_ANNOTATION, "m1")];
     assert_eq!(sent.copy.annotations, pairs(&annotations));
     assert_eq!(sent.copy.ports, [0]);

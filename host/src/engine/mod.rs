@@ -67,6 +67,10 @@ pub mod types {
         Settings, SliceBody, SliceCopy, SliceSummary, SyncPlan,
     };
     pub use super::bindings::exports::karmada::mcs_policy::policy::{
+        ClustersetDecision, ClustersetMember, ClustersetMemberDecision, ClustersetMemberState,
+        ClustersetObjects, ClustersetRead, DeletePrecondition, ImportedSlice, ObjectWrite,
+    };
+    pub use super::bindings::exports::karmada::mcs_policy::policy::{
         EventNote, FinalizerChange, MemberObject, MemberObjects, MemberRead, MemberSlices,
         MemberState, PassDecision, PassRead, ReadFailure, RememberedIngress, Reported,
         ServiceWrite, SliceWrite, StatusBasis, StatusNow, StatusUpdate, SyncSettings,
@@ -322,6 +326,6 @@ mod tests {
                 }
             }
         }
-        assert_eq!(lifts, 10, "one lift per exported function");
+        assert_eq!(lifts, 11, "one lift per exported function");
     }
 }

@@ -25,10 +25,10 @@ use super::cache::ArtefactCache;
 use super::epoch::EpochClock;
 use super::error::EngineError;
 use super::types::{
-    AdmissionRequest, Context, Denial, EndpointSlice, LoadBalancerIngress, LoadBalancerReport,
-    McsRef, PassDecision, PassRead, PatchOperation, ProviderLoadBalancer, Reported, ServiceAction,
-    ServicePort, Settings, SliceCopy, SliceSummary, StatusBasis, StatusNow, StatusUpdate, SyncPlan,
-    SyncSettings, WriteFailures,
+    AdmissionRequest, ClustersetDecision, ClustersetRead, Context, Denial, EndpointSlice,
+    LoadBalancerIngress, LoadBalancerReport, McsRef, PassDecision, PassRead, PatchOperation,
+    ProviderLoadBalancer, Reported, ServiceAction, ServicePort, Settings, SliceCopy, SliceSummary,
+    StatusBasis, StatusNow, StatusUpdate, SyncPlan, SyncSettings, WriteFailures,
 };
 
 /// Set to `1` to have wasmtime write `/tmp/perf-PID.map`, so that `perf report` names the
@@ -74,6 +74,8 @@ pub mod sig {
         Option<&'a Reported>,
     );
     pub type ConcludeOut = (StatusUpdate,);
+    pub type ClustersetDecide<'a> = (&'a ClustersetRead,);
+    pub type ClustersetDecideOut = (Result<ClustersetDecision, String>,);
 }
 
 /// A function of the interface.
@@ -89,10 +91,11 @@ pub enum Function {
     LoadBalancerStatus,
     Decide,
     Conclude,
+    ClustersetDecide,
 }
 
 impl Function {
-    const ALL: [Function; 10] = [
+    const ALL: [Function; 11] = [
         Function::Validate,
         Function::Mutate,
         Function::Filter,
@@ -103,6 +106,7 @@ impl Function {
         Function::LoadBalancerStatus,
         Function::Decide,
         Function::Conclude,
+        Function::ClustersetDecide,
     ];
 
     /// The WIT name, as in errors and metrics.
@@ -118,12 +122,13 @@ impl Function {
             Function::LoadBalancerStatus => "load-balancer-status",
             Function::Decide => "decide",
             Function::Conclude => "conclude",
+            Function::ClustersetDecide => "clusterset-decide",
         }
     }
 }
 
 /// The export index of every function, checked against `sig` when the component was loaded.
-struct Exports([ComponentExportIndex; 10]);
+struct Exports([ComponentExportIndex; 11]);
 
 impl Exports {
     fn find(component: &Component) -> Result<Self, String> {
@@ -199,6 +204,10 @@ impl Exports {
                 Function::Conclude => {
                     one::<sig::Conclude<'_>, sig::ConcludeOut>(instance, store, index, name)
                 }
+                Function::ClustersetDecide => one::<
+                    sig::ClustersetDecide<'_>,
+                    sig::ClustersetDecideOut,
+                >(instance, store, index, name),
             }?;
         }
         Ok(())

@@ -1,14 +1,15 @@
 //! The sync controller's functions of [`PolicyEngine`]: a pass (`decide`, `conclude`) and the
 //! rules it is built from, which hosts may also call alone (`plan`, `prune`, `service`,
-//! `load-balancer-status`, `cluster-name-problem`).
+//! `load-balancer-status`, `cluster-name-problem`), and the Multi-Cluster Services API's pass
+//! over one exported name (`clusterset-decide`).
 
 use std::time::Duration;
 
 use super::runtime::{Function, sig};
 use super::types::{
-    EndpointSlice, LoadBalancerIngress, LoadBalancerReport, McsRef, PassDecision, PassRead,
-    ProviderLoadBalancer, Reported, ServiceAction, StatusBasis, StatusNow, StatusUpdate, SyncPlan,
-    SyncSettings, WriteFailures,
+    ClustersetDecision, ClustersetRead, EndpointSlice, LoadBalancerIngress, LoadBalancerReport,
+    McsRef, PassDecision, PassRead, ProviderLoadBalancer, Reported, ServiceAction, StatusBasis,
+    StatusNow, StatusUpdate, SyncPlan, SyncSettings, WriteFailures,
 };
 use super::{EngineError, PolicyEngine};
 
@@ -132,6 +133,30 @@ impl PolicyEngine {
             })
     }
 
+    /// One pass of the Multi-Cluster Services API over one exported name across the clusterset
+    /// (WIT `clusterset-decide`): every member's ServiceExport conditions, ServiceImport,
+    /// derived Service and imported EndpointSlices; `Err` names the object that is not JSON
+    /// of its kind, or the members that share a cluster id.
+    pub fn clusterset_decide(
+        &self,
+        read: &ClustersetRead,
+        budget: Duration,
+    ) -> Result<Result<ClustersetDecision, String>, EngineError> {
+        let loaded = self.current();
+        self.inner.runtime.run(
+            &loaded,
+            Function::ClustersetDecide,
+            budget,
+            |callee, store| {
+                // SAFETY: these are the `sig` types of `clusterset-decide`.
+                let f = unsafe {
+                    callee.typed::<sig::ClustersetDecide<'_>, sig::ClustersetDecideOut>()
+                };
+                f.call(store, (read,)).map(|(r,)| r)
+            },
+        )
+    }
+
     /// Why `name` cannot name a member cluster, or `None` when it can (WIT
     /// `cluster-name-problem`).
     pub fn cluster_name_problem(
@@ -152,5 +177,98 @@ impl PolicyEngine {
                 f.call(store, (name,)).map(|(r,)| r)
             },
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::super::types::{
+        ClustersetMember, ClustersetMemberState, ClustersetObjects, ClustersetRead, ObjectWrite,
+    };
+    use super::super::{EngineError, EngineOptions, PolicyEngine};
+
+    fn member(cluster: &str, export: Option<&str>, service: Option<&str>) -> ClustersetMember {
+        ClustersetMember {
+            cluster: cluster.into(),
+            cluster_property: None,
+            state: ClustersetMemberState::Readable(ClustersetObjects {
+                service_export: export.map(str::to_string),
+                service: service.map(str::to_string),
+                slices: vec![],
+                service_import: None,
+                derived_service: None,
+                imported_slices: vec![],
+            }),
+        }
+    }
+
+    fn read(members: Vec<ClustersetMember>) -> ClustersetRead {
+        ClustersetRead {
+            namespace: "shop".into(),
+            name: "web".into(),
+            now: "2026-11-29T10:00:00Z".into(),
+            members,
+        }
+    }
+
+    const EXPORT: &str = r#"{"apiVersion":"multicluster.x-k8s.io/v1beta1","kind":"ServiceExport","metadata":{"name":"web","namespace":"shop","creationTimestamp":"2026-11-01T00:00:00Z"}}"#;
+    const SERVICE: &str = r#"{"apiVersion":"v1","kind":"Service","metadata":{"name":"web","namespace":"shop"},"spec":{"clusterIP":"10.96.0.1","ports":[{"name":"http","port":80,"protocol":"TCP"}]}}"#;
+
+    #[test]
+    fn clusterset_decide_puts_the_import_in_every_member() {
+        let engine = PolicyEngine::embedded(EngineOptions::default()).unwrap();
+        let decision = engine
+            .clusterset_decide(
+                &read(vec![
+                    member("m1", Some(EXPORT), Some(SERVICE)),
+                    member("m2", None, None),
+                ]),
+                Duration::from_secs(5),
+            )
+            .unwrap()
+            .unwrap();
+        assert_eq!(decision.exporters, ["m1"]);
+        assert_eq!(decision.winner.as_deref(), Some("m1"));
+        for m in &decision.members {
+            let ObjectWrite::Apply(body) = &m.service_import else {
+                panic!("{m:?}")
+            };
+            assert!(body.contains(r#""type":"ClusterSetIP""#), "{body}");
+            assert!(matches!(m.derived_service, ObjectWrite::Apply(_)));
+        }
+        assert!(decision.members[0].export_conditions.is_some());
+    }
+
+    #[test]
+    fn clusterset_decide_answers_a_malformed_object_with_err() {
+        let engine = PolicyEngine::embedded(EngineOptions::default()).unwrap();
+        let answer = engine
+            .clusterset_decide(
+                &read(vec![member("m1", Some("{"), None)]),
+                Duration::from_secs(5),
+            )
+            .unwrap();
+        assert!(
+            answer
+                .unwrap_err()
+                .starts_with("cluster m1: the ServiceExport is not JSON"),
+        );
+    }
+
+    #[test]
+    fn clusterset_decide_runs_within_the_budget_like_every_call() {
+        let engine = PolicyEngine::embedded(EngineOptions::default()).unwrap();
+        // Enough members that the pass cannot finish in no time at all.
+        let members: Vec<ClustersetMember> = (0..2000)
+            .map(|i| member(&format!("m{i}"), Some(EXPORT), Some(SERVICE)))
+            .collect();
+        match engine.clusterset_decide(&read(members), Duration::ZERO) {
+            Err(EngineError::Timeout { function, .. }) => {
+                assert_eq!(function, "clusterset-decide")
+            }
+            other => panic!("expected a timeout, got {other:?}"),
+        }
     }
 }

@@ -9,10 +9,10 @@ wit_bindgen::generate!({
 });
 
 use exports::karmada::mcs_policy::policy::{
-    AdmissionRequest, Context, Denial, EndpointSlice, Guest, LoadBalancerIngress,
-    LoadBalancerReport, McsRef, PassDecision, PassRead, PatchOperation, ProviderLoadBalancer,
-    Reported, ServiceAction, ServicePort, Settings, SliceCopy, SliceSummary, StatusBasis,
-    StatusNow, StatusUpdate, SyncPlan, SyncSettings, WriteFailures,
+    AdmissionRequest, ClustersetDecision, ClustersetRead, Context, Denial, EndpointSlice, Guest,
+    LoadBalancerIngress, LoadBalancerReport, McsRef, PassDecision, PassRead, PatchOperation,
+    ProviderLoadBalancer, Reported, ServiceAction, ServicePort, Settings, SliceCopy, SliceSummary,
+    StatusBasis, StatusNow, StatusUpdate, SyncPlan, SyncSettings, WriteFailures,
 };
 
 /// The exported component.
@@ -123,6 +123,11 @@ impl Guest for Hostile {
             }),
             retry: true,
         }
+    }
+
+    fn clusterset_decide(read: ClustersetRead) -> Result<ClustersetDecision, String> {
+        misbehave(&read.name);
+        Err("the hostile component decides nothing".to_string())
     }
 
     fn cluster_name_problem(name: String) -> Option<String> {

@@ -1,0 +1,138 @@
+//! Many exports, one ServiceImport: the oldest valid export wins (creationTimestamp, ties by
+//! cluster id), the ports are the union of every export's (the winner's first, then each
+//! export's new names in precedence order), and every property on which some export differs
+//! from the winner is a conflict, reported with the Multi-Cluster Services API's reasons.
+
+use std::collections::BTreeSet;
+
+use crate::time::Timestamp;
+
+use super::export::{Port, Properties};
+
+/// `Conflict` reasons, in the order they are checked and reported.
+pub const PORT_CONFLICT: &str = "PortConflict";
+pub const TYPE_CONFLICT: &str = "TypeConflict";
+pub const SESSION_AFFINITY_CONFLICT: &str = "SessionAffinityConflict";
+pub const SESSION_AFFINITY_CONFIG_CONFLICT: &str = "SessionAffinityConfigConflict";
+pub const INTERNAL_TRAFFIC_POLICY_CONFLICT: &str = "InternalTrafficPolicyConflict";
+pub const TRAFFIC_DISTRIBUTION_CONFLICT: &str = "TrafficDistributionConflict";
+pub const LABELS_CONFLICT: &str = "LabelsConflict";
+pub const ANNOTATIONS_CONFLICT: &str = "AnnotationsConflict";
+
+/// One valid export taking part.
+#[derive(Clone, Copy, Debug)]
+pub struct Contributor<'a> {
+    pub id: &'a str,
+    pub created: Option<Timestamp>,
+    pub properties: &'a Properties,
+}
+
+/// What the exports resolve to.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Resolved {
+    /// The cluster id of the winning export.
+    pub winner: String,
+    /// The winner's properties, with the union of every export's ports.
+    pub properties: Properties,
+    /// The conflict reasons, in check order, each once.
+    pub conflicts: Vec<&'static str>,
+}
+
+/// Precedence: oldest first; an export without a creationTimestamp after every one with;
+/// ties by cluster id.
+pub fn precedence(contributors: &mut [Contributor<'_>]) {
+    contributors.sort_by(|a, b| {
+        (a.created.is_none(), a.created, a.id).cmp(&(b.created.is_none(), b.created, b.id))
+    });
+}
+
+/// Resolves the valid exports; `None` when there is none.
+pub fn resolve(contributors: &[Contributor<'_>]) -> Option<Resolved> {
+    let mut ordered = contributors.to_vec();
+    precedence(&mut ordered);
+    let winner = ordered.first()?;
+    let mut properties = winner.properties.clone();
+    let mut names: BTreeSet<String> = properties.ports.iter().map(|p| p.name.clone()).collect();
+    for other in &ordered[1..] {
+        for port in &other.properties.ports {
+            if names.insert(port.name.clone()) {
+                properties.ports.push(port.clone());
+            }
+        }
+    }
+    let mut conflicts = Vec::new();
+    let w = winner.properties;
+    for other in &ordered[1..] {
+        let o = other.properties;
+        let checks: [(&'static str, bool); 8] = [
+            (PORT_CONFLICT, sorted(&o.ports) != sorted(&w.ports)),
+            (TYPE_CONFLICT, o.headless != w.headless),
+            (
+                SESSION_AFFINITY_CONFLICT,
+                o.session_affinity != w.session_affinity,
+            ),
+            (
+                SESSION_AFFINITY_CONFIG_CONFLICT,
+                o.session_affinity == w.session_affinity
+                    && o.session_affinity_config != w.session_affinity_config,
+            ),
+            (
+                INTERNAL_TRAFFIC_POLICY_CONFLICT,
+                o.internal_traffic_policy != w.internal_traffic_policy,
+            ),
+            (
+                TRAFFIC_DISTRIBUTION_CONFLICT,
+                o.traffic_distribution != w.traffic_distribution,
+            ),
+            (LABELS_CONFLICT, o.exported_labels != w.exported_labels),
+            (
+                ANNOTATIONS_CONFLICT,
+                o.exported_annotations != w.exported_annotations,
+            ),
+        ];
+        for (reason, differs) in checks {
+            if differs && !conflicts.contains(&reason) {
+                conflicts.push(reason);
+            }
+        }
+    }
+    let order = |r: &&str| ORDER.iter().position(|o| o == r);
+    conflicts.sort_by_key(order);
+    Some(Resolved {
+        winner: winner.id.to_string(),
+        properties,
+        conflicts,
+    })
+}
+
+const ORDER: [&str; 8] = [
+    PORT_CONFLICT,
+    TYPE_CONFLICT,
+    SESSION_AFFINITY_CONFLICT,
+    SESSION_AFFINITY_CONFIG_CONFLICT,
+    INTERNAL_TRAFFIC_POLICY_CONFLICT,
+    TRAFFIC_DISTRIBUTION_CONFLICT,
+    LABELS_CONFLICT,
+    ANNOTATIONS_CONFLICT,
+];
+
+fn sorted(ports: &[Port]) -> Vec<&Port> {
+    let mut v: Vec<&Port> = ports.iter().collect();
+    v.sort();
+    v
+}
+
+/// What a reason says in a condition message.
+pub fn describe(reason: &str) -> &'static str {
+    match reason {
+        PORT_CONFLICT => "ports",
+        TYPE_CONFLICT => "headlessness",
+        SESSION_AFFINITY_CONFLICT => "session affinity",
+        SESSION_AFFINITY_CONFIG_CONFLICT => "session affinity config",
+        INTERNAL_TRAFFIC_POLICY_CONFLICT => "internal traffic policy",
+        TRAFFIC_DISTRIBUTION_CONFLICT => "traffic distribution",
+        LABELS_CONFLICT => "exported labels",
+        ANNOTATIONS_CONFLICT => "exported annotations",
+        _ => "properties",
+    }
+}

@@ -1,0 +1,149 @@
+//! The imported EndpointSlices: in every member, one per source slice of each valid export,
+//! labelled for the Multi-Cluster Services API and for the derived Service, named
+//! deterministically within 63 bytes; the ones of ours no export asks for any longer go, except
+//! those of an unreadable member's exports.
+
+use std::collections::BTreeSet;
+
+use crate::filter::{
+    CLUSTERSET_MANAGER, DISPATCH_MANAGER, IMPORT_MANAGER, MANAGED_BY_LABEL, MC_SERVICE_NAME_LABEL,
+    MC_SOURCE_CLUSTER_LABEL, SERVICE_NAME_LABEL, fnv1a64,
+};
+use crate::{DeletePrecondition, EndpointSlice, ImportedSlice};
+
+const MAX_NAME: usize = 63;
+/// `-` and 16 hex digits.
+const HASH_SUFFIX_LEN: usize = 17;
+
+fn label<'a>(labels: &'a [(String, String)], key: &str) -> Option<&'a str> {
+    labels
+        .iter()
+        .find(|(k, _)| k == key)
+        .map(|(_, v)| v.as_str())
+}
+
+/// Whether a slice an exporter holds is one of its Service's own: in the namespace, labelled with
+/// the Service's name, and not a copy (no copy's managed-by value, no source-cluster label).
+pub fn is_source(slice: &EndpointSlice, namespace: &str, name: &str) -> bool {
+    slice.namespace == namespace
+        && label(&slice.labels, SERVICE_NAME_LABEL) == Some(name)
+        && !matches!(
+            label(&slice.labels, MANAGED_BY_LABEL),
+            Some(DISPATCH_MANAGER | IMPORT_MANAGER | CLUSTERSET_MANAGER)
+        )
+        && label(&slice.labels, MC_SOURCE_CLUSTER_LABEL).is_none()
+}
+
+/// Whether a slice a member holds is one of ours for `namespace/name`: only those are ever
+/// changed or deleted.
+pub fn is_ours(slice: &EndpointSlice, namespace: &str, name: &str) -> bool {
+    slice.namespace == namespace
+        && label(&slice.labels, MANAGED_BY_LABEL) == Some(CLUSTERSET_MANAGER)
+        && label(&slice.labels, MC_SERVICE_NAME_LABEL) == Some(name)
+}
+
+/// `<name>-<cluster id>-<hash>` cut to fit 63 bytes; the hash (FNV-1a of the cluster id and the
+/// source slice's name) keeps it unique and stable.
+pub fn name(name: &str, cluster_id: &str, source: &str) -> String {
+    let hash = fnv1a64(format!("{cluster_id}/{source}").as_bytes());
+    let mut prefix = format!("{name}-{cluster_id}");
+    let room = MAX_NAME - HASH_SUFFIX_LEN;
+    if prefix.len() > room {
+        let mut cut = room;
+        while !prefix.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        prefix.truncate(cut);
+    }
+    let prefix = prefix.trim_end_matches(['-', '.']);
+    format!("{prefix}-{hash:016x}")
+}
+
+/// The imported slice made from `source`, an exporter's slice.
+pub fn imported(
+    source: &EndpointSlice,
+    name_: &str,
+    cluster_id: &str,
+    derived: &str,
+) -> EndpointSlice {
+    EndpointSlice {
+        name: name(name_, cluster_id, &source.name),
+        namespace: source.namespace.clone(),
+        // In key order.
+        labels: vec![
+            (MANAGED_BY_LABEL.into(), CLUSTERSET_MANAGER.into()),
+            (SERVICE_NAME_LABEL.into(), derived.into()),
+            (MC_SERVICE_NAME_LABEL.into(), name_.into()),
+            (MC_SOURCE_CLUSTER_LABEL.into(), cluster_id.into()),
+        ],
+        annotations: Vec::new(),
+        address_type: source.address_type.clone(),
+        endpoints: source.endpoints.clone(),
+        ports: source.ports.clone(),
+    }
+}
+
+/// Whether a held slice is `desired` (maps compared in any order).
+fn same(held: &EndpointSlice, desired: &EndpointSlice) -> bool {
+    let sorted = |m: &[(String, String)]| {
+        let mut v = m.to_vec();
+        v.sort();
+        v
+    };
+    held.namespace == desired.namespace
+        && sorted(&held.labels) == sorted(&desired.labels)
+        && sorted(&held.annotations) == sorted(&desired.annotations)
+        && held.address_type == desired.address_type
+        && held.endpoints == desired.endpoints
+        && held.ports == desired.ports
+}
+
+/// What one member must write of the imported slices.
+#[derive(Debug, Default, PartialEq)]
+pub struct Writes {
+    pub apply: Vec<EndpointSlice>,
+    pub delete: Vec<DeletePrecondition>,
+    pub notes: Vec<String>,
+}
+
+/// The writes that make `held` (a member's imported slices) `desired`, keeping ours from a
+/// source cluster in `kept`.
+pub fn writes(
+    held: &[ImportedSlice],
+    desired: &[EndpointSlice],
+    kept: &BTreeSet<String>,
+    namespace: &str,
+    name: &str,
+) -> Writes {
+    let mut out = Writes::default();
+    for want in desired {
+        match held.iter().find(|h| h.slice.name == want.name) {
+            Some(h) if !is_ours(&h.slice, namespace, name) => out.notes.push(format!(
+                "EndpointSlice {namespace}/{} exists and is not ours: left as it is",
+                want.name
+            )),
+            Some(h) if same(&h.slice, want) => {}
+            _ => out.apply.push(want.clone()),
+        }
+    }
+    let wanted: BTreeSet<&str> = desired.iter().map(|d| d.name.as_str()).collect();
+    for h in held {
+        if !is_ours(&h.slice, namespace, name) || wanted.contains(h.slice.name.as_str()) {
+            continue;
+        }
+        if label(&h.slice.labels, MC_SOURCE_CLUSTER_LABEL).is_some_and(|s| kept.contains(s)) {
+            continue;
+        }
+        out.delete.push(DeletePrecondition {
+            name: h.slice.name.clone(),
+            uid: h.uid.clone(),
+            resource_version: h.resource_version.clone(),
+        });
+    }
+    out
+}
+
+/// The source cluster id a slice of ours names.
+pub fn source_cluster(slice: &EndpointSlice) -> Option<&str> {
+    label(&slice.labels, MC_SOURCE_CLUSTER_LABEL)
+}

@@ -1,0 +1,769 @@
+//! The clusterset rules, one test per rule (docs/clusterset-rules.md).
+
+use serde_json::{Value, json};
+
+use super::*;
+use crate::{
+    AdmissionRequest, ClustersetMember, ClustersetMemberState, ClustersetObjects, Denial, Endpoint,
+    EndpointConditions, EndpointPort, ImportedSlice, Operation,
+};
+
+const NS: &str = "shop";
+const NAME: &str = "web";
+const NOW: &str = "2026-11-29T10:00:00Z";
+
+fn service(ports: &[(&str, i64, &str)], headless: bool) -> Value {
+    let ports: Vec<Value> = ports
+        .iter()
+        .map(|(n, p, proto)| json!({"name": n, "port": p, "protocol": proto, "targetPort": p}))
+        .collect();
+    let mut spec = json!({
+        "type": "ClusterIP", "ports": ports, "selector": {"app": "web"},
+        "sessionAffinity": "None", "internalTrafficPolicy": "Cluster",
+        "clusterIP": if headless { "None" } else { "10.96.0.10" },
+    });
+    if headless {
+        spec["clusterIPs"] = json!(["None"]);
+    }
+    json!({"apiVersion": "v1", "kind": "Service",
+           "metadata": {"name": NAME, "namespace": NS}, "spec": spec})
+}
+
+fn export(created: &str) -> Value {
+    json!({"apiVersion": "multicluster.x-k8s.io/v1beta1", "kind": "ServiceExport",
+           "metadata": {"name": NAME, "namespace": NS, "creationTimestamp": created, "generation": 1}})
+}
+
+fn slice(name: &str, ip: &str) -> EndpointSlice {
+    EndpointSlice {
+        name: name.into(),
+        namespace: NS.into(),
+        labels: vec![
+            (
+                "endpointslice.kubernetes.io/managed-by".into(),
+                "endpointslice-controller.k8s.io".into(),
+            ),
+            ("kubernetes.io/service-name".into(), NAME.into()),
+        ],
+        annotations: vec![],
+        address_type: "IPv4".into(),
+        endpoints: vec![Endpoint {
+            addresses: vec![ip.into()],
+            conditions: EndpointConditions {
+                ready: Some(true),
+                serving: Some(true),
+                terminating: Some(false),
+            },
+            hostname: None,
+            node_name: None,
+            zone: None,
+            target_ref: None,
+            hints: None,
+            deprecated_topology: vec![],
+        }],
+        ports: vec![EndpointPort {
+            name: Some("http".into()),
+            port: Some(8080),
+            protocol: Some("TCP".into()),
+            app_protocol: None,
+        }],
+    }
+}
+
+#[derive(Clone, Default)]
+struct Held {
+    export: Option<Value>,
+    service: Option<Value>,
+    slices: Vec<EndpointSlice>,
+    import: Option<Value>,
+    derived: Option<Value>,
+    imported: Vec<ImportedSlice>,
+}
+
+fn exporter(created: &str, svc: Value, slices: Vec<EndpointSlice>) -> Held {
+    Held {
+        export: Some(export(created)),
+        service: Some(svc),
+        slices,
+        ..Held::default()
+    }
+}
+
+fn member(cluster: &str, held: Held) -> ClustersetMember {
+    ClustersetMember {
+        cluster: cluster.into(),
+        cluster_property: None,
+        state: ClustersetMemberState::Readable(ClustersetObjects {
+            service_export: held.export.map(|v| v.to_string()),
+            service: held.service.map(|v| v.to_string()),
+            slices: held.slices,
+            service_import: held.import.map(|v| v.to_string()),
+            derived_service: held.derived.map(|v| v.to_string()),
+            imported_slices: held.imported,
+        }),
+    }
+}
+
+fn unreadable(cluster: &str) -> ClustersetMember {
+    ClustersetMember {
+        cluster: cluster.into(),
+        cluster_property: None,
+        state: ClustersetMemberState::Unreadable("connection refused".into()),
+    }
+}
+
+fn pass(members: Vec<ClustersetMember>) -> ClustersetDecision {
+    decide(&ClustersetRead {
+        namespace: NS.into(),
+        name: NAME.into(),
+        now: NOW.into(),
+        members,
+    })
+    .expect("decides")
+}
+
+fn applied(w: &ObjectWrite) -> Value {
+    match w {
+        ObjectWrite::Apply(body) => serde_json::from_str(body).unwrap(),
+        other => panic!("expected an apply, got {other:?}"),
+    }
+}
+
+fn conditions(d: &ClustersetMemberDecision) -> Vec<Value> {
+    serde_json::from_str(d.export_conditions.as_deref().expect("conditions")).unwrap()
+}
+
+fn condition<'a>(conds: &'a [Value], type_: &str) -> &'a Value {
+    conds
+        .iter()
+        .find(|c| c["type"] == type_)
+        .unwrap_or_else(|| panic!("no {type_} in {conds:?}"))
+}
+
+/// What a member holds after the host carried out `d`: the applied objects, with the uid,
+/// resourceVersion and assigned IPs an API server gives them.
+fn after(mut held: Held, d: &ClustersetMemberDecision, ip: &str) -> Held {
+    if let Some(c) = &d.export_conditions {
+        let e = held.export.as_mut().unwrap();
+        e["status"] = json!({"conditions": serde_json::from_str::<Value>(c).unwrap()});
+    }
+    match &d.service_import {
+        ObjectWrite::Apply(b) => {
+            let mut v: Value = serde_json::from_str(b).unwrap();
+            v["metadata"]["uid"] = json!("uid-import");
+            v["metadata"]["resourceVersion"] = json!("7");
+            if let Some(old) = &held.import {
+                v["status"] = old["status"].clone();
+            }
+            held.import = Some(v);
+        }
+        ObjectWrite::Delete(_) => held.import = None,
+        ObjectWrite::Leave => {}
+    }
+    if let Some(s) = &d.service_import_status {
+        let s: Value = serde_json::from_str(s).unwrap();
+        held.import.as_mut().unwrap()["status"] = s["status"].clone();
+    }
+    match &d.derived_service {
+        ObjectWrite::Apply(b) => {
+            let mut v: Value = serde_json::from_str(b).unwrap();
+            v["metadata"]["uid"] = json!("uid-derived");
+            v["metadata"]["resourceVersion"] = json!("8");
+            v["spec"]["clusterIP"] = json!(ip);
+            v["spec"]["clusterIPs"] = json!([ip]);
+            v["spec"]["ipFamilies"] = json!(["IPv4"]);
+            v["spec"]["ports"][0]["targetPort"] = v["spec"]["ports"][0]["port"].clone();
+            held.derived = Some(v);
+        }
+        ObjectWrite::Delete(_) => held.derived = None,
+        ObjectWrite::Leave => {}
+    }
+    let deleted: Vec<&str> = d.delete_slices.iter().map(|p| p.name.as_str()).collect();
+    held.imported
+        .retain(|s| !deleted.contains(&s.slice.name.as_str()));
+    for s in &d.apply_slices {
+        held.imported.retain(|h| h.slice.name != s.name);
+        held.imported.push(ImportedSlice {
+            slice: s.clone(),
+            uid: format!("uid-{}", s.name),
+            resource_version: "9".into(),
+        });
+    }
+    held
+}
+
+fn label<'a>(s: &'a EndpointSlice, key: &str) -> Option<&'a str> {
+    s.labels
+        .iter()
+        .find(|(k, _)| k == key)
+        .map(|(_, v)| v.as_str())
+}
+
+#[test]
+fn one_clusterset_ip_export_gives_every_member_the_import_the_derived_service_and_the_slices() {
+    let a = exporter(
+        "2026-11-01T00:00:00Z",
+        service(&[("http", 80, "TCP")], false),
+        vec![slice("web-abc", "10.0.0.1")],
+    );
+    let d = pass(vec![member("a", a), member("b", Held::default())]);
+    assert_eq!(d.exporters, ["a"]);
+    assert_eq!(d.winner.as_deref(), Some("a"));
+    assert!(d.conflicts.is_empty());
+    let derived = digest::derived_name(NS, NAME);
+    for m in &d.members {
+        let import = applied(&m.service_import);
+        assert_eq!(import["apiVersion"], "multicluster.x-k8s.io/v1beta1");
+        assert_eq!(import["spec"]["type"], "ClusterSetIP");
+        assert_eq!(
+            import["spec"]["ports"],
+            json!([{"name": "http", "protocol": "TCP", "port": 80}])
+        );
+        assert_eq!(import["spec"]["sessionAffinity"], "None");
+        assert_eq!(import["spec"]["internalTrafficPolicy"], "Cluster");
+        assert!(
+            import["spec"].get("ips").is_none(),
+            "no IP before allocation"
+        );
+        assert_eq!(
+            import["metadata"]["annotations"][DERIVED_SERVICE_ANNOTATION],
+            derived
+        );
+        assert_eq!(import["metadata"]["labels"][CREATED_BY_LABEL], CREATED_BY);
+        let status: Value =
+            serde_json::from_str(m.service_import_status.as_deref().unwrap()).unwrap();
+        assert_eq!(status["status"]["clusters"], json!([{"cluster": "a"}]));
+        let svc = applied(&m.derived_service);
+        assert_eq!(svc["metadata"]["name"], derived);
+        assert_eq!(svc["spec"]["type"], "ClusterIP");
+        assert!(svc["spec"].get("selector").is_none());
+        assert_eq!(svc["spec"]["ports"], import["spec"]["ports"]);
+        assert_eq!(m.apply_slices.len(), 1, "exporters hold the import too");
+        let s = &m.apply_slices[0];
+        assert_eq!(
+            label(s, "multicluster.kubernetes.io/service-name"),
+            Some(NAME)
+        );
+        assert_eq!(
+            label(s, "multicluster.kubernetes.io/source-cluster"),
+            Some("a")
+        );
+        assert_eq!(
+            label(s, "kubernetes.io/service-name"),
+            Some(derived.as_str())
+        );
+        assert_eq!(
+            label(s, "endpointslice.kubernetes.io/managed-by"),
+            Some(crate::filter::CLUSTERSET_MANAGER)
+        );
+        assert!(s.name.len() <= 63);
+        assert_eq!(s.endpoints[0].addresses, ["10.0.0.1"]);
+    }
+    let conds = conditions(&d.members[0]);
+    assert_eq!(condition(&conds, "Valid")["status"], "True");
+    assert_eq!(condition(&conds, "Ready")["reason"], "Exported");
+    assert_eq!(condition(&conds, "Conflict")["status"], "False");
+    assert_eq!(condition(&conds, "Conflict")["reason"], "NoConflicts");
+    assert_eq!(condition(&conds, "Valid")["lastTransitionTime"], NOW);
+    assert_eq!(condition(&conds, "Valid")["observedGeneration"], 1);
+    assert!(
+        d.members[1].export_conditions.is_none(),
+        "b exports nothing"
+    );
+}
+
+#[test]
+fn the_import_lists_the_derived_services_ips_as_read_and_a_second_pass_writes_nothing() {
+    let a = exporter(
+        "2026-11-01T00:00:00Z",
+        service(&[("http", 80, "TCP")], false),
+        vec![slice("web-abc", "10.0.0.1")],
+    );
+    let b = Held::default();
+    let first = pass(vec![member("a", a.clone()), member("b", b.clone())]);
+    let a = after(a, &first.members[0], "10.100.0.1");
+    let b = after(b, &first.members[1], "10.200.0.1");
+    let second = pass(vec![member("a", a.clone()), member("b", b.clone())]);
+    for (m, ip) in second.members.iter().zip(["10.100.0.1", "10.200.0.1"]) {
+        let import = applied(&m.service_import);
+        assert_eq!(import["spec"]["ips"], json!([ip]));
+        assert_eq!(import["spec"]["ipFamilies"], json!(["IPv4"]));
+        assert_eq!(m.derived_service, ObjectWrite::Leave);
+        assert!(m.apply_slices.is_empty() && m.delete_slices.is_empty());
+        assert!(m.service_import_status.is_none());
+    }
+    assert!(second.members[0].export_conditions.is_none(), "unchanged");
+    let a = after(a, &second.members[0], "10.100.0.1");
+    let b = after(b, &second.members[1], "10.200.0.1");
+    let third = pass(vec![member("a", a), member("b", b)]);
+    for m in &third.members {
+        assert_eq!(m.service_import, ObjectWrite::Leave);
+        assert_eq!(m.derived_service, ObjectWrite::Leave);
+        assert!(m.service_import_status.is_none() && m.export_conditions.is_none());
+        assert!(m.apply_slices.is_empty() && m.delete_slices.is_empty());
+    }
+}
+
+#[test]
+fn a_headless_export_gives_a_headless_import_without_ips_or_derived_service() {
+    let a = exporter(
+        "2026-11-01T00:00:00Z",
+        service(&[("http", 80, "TCP")], true),
+        vec![slice("web-abc", "10.0.0.1")],
+    );
+    let d = pass(vec![member("a", a), member("b", Held::default())]);
+    for m in &d.members {
+        let import = applied(&m.service_import);
+        assert_eq!(import["spec"]["type"], "Headless");
+        assert!(import["spec"].get("ips").is_none());
+        assert!(import["metadata"].get("annotations").is_none());
+        assert_eq!(m.derived_service, ObjectWrite::Leave);
+        assert_eq!(m.apply_slices.len(), 1);
+    }
+}
+
+#[test]
+fn an_external_name_service_makes_the_export_invalid_and_exports_nothing() {
+    let mut svc = service(&[("http", 80, "TCP")], false);
+    svc["spec"] = json!({"type": "ExternalName", "externalName": "example.com"});
+    let a = exporter("2026-11-01T00:00:00Z", svc, vec![]);
+    let d = pass(vec![member("a", a), member("b", Held::default())]);
+    assert!(d.exporters.is_empty() && d.winner.is_none());
+    for m in &d.members {
+        assert_eq!(m.service_import, ObjectWrite::Leave);
+        assert_eq!(m.derived_service, ObjectWrite::Leave);
+        assert!(m.apply_slices.is_empty());
+    }
+    let conds = conditions(&d.members[0]);
+    assert_eq!(condition(&conds, "Valid")["status"], "False");
+    assert_eq!(condition(&conds, "Valid")["reason"], "InvalidServiceType");
+    assert_eq!(condition(&conds, "Ready")["status"], "False");
+    assert!(conds.iter().all(|c| c["type"] != "Conflict"));
+}
+
+#[test]
+fn an_export_without_its_service_is_invalid() {
+    let a = Held {
+        export: Some(export("2026-11-01T00:00:00Z")),
+        ..Held::default()
+    };
+    let d = pass(vec![member("a", a)]);
+    let conds = conditions(&d.members[0]);
+    assert_eq!(condition(&conds, "Valid")["reason"], "NoService");
+    assert_eq!(d.members[0].service_import, ObjectWrite::Leave);
+}
+
+#[test]
+fn a_port_one_export_adds_is_in_the_union_and_every_export_reports_the_conflict() {
+    let a = exporter(
+        "2026-11-01T00:00:00Z",
+        service(&[("http", 80, "TCP")], false),
+        vec![slice("web-a", "10.0.0.1")],
+    );
+    let b = exporter(
+        "2026-11-02T00:00:00Z",
+        service(&[("http", 80, "TCP"), ("stcp", 142, "SCTP")], false),
+        vec![slice("web-b", "10.1.0.1")],
+    );
+    let d = pass(vec![
+        member("a", a),
+        member("b", b),
+        member("c", Held::default()),
+    ]);
+    assert_eq!(d.conflicts, ["PortConflict"]);
+    assert_eq!(d.winner.as_deref(), Some("a"));
+    for m in &d.members {
+        let import = applied(&m.service_import);
+        assert_eq!(
+            import["spec"]["ports"],
+            json!([{"name": "http", "protocol": "TCP", "port": 80},
+                   {"name": "stcp", "protocol": "SCTP", "port": 142}])
+        );
+        assert_eq!(m.apply_slices.len(), 2, "every exporter's slices");
+    }
+    for m in &d.members[..2] {
+        let conds = conditions(m);
+        assert_eq!(condition(&conds, "Conflict")["status"], "True");
+        assert_eq!(condition(&conds, "Conflict")["reason"], "PortConflict");
+    }
+}
+
+#[test]
+fn a_port_of_the_same_name_with_another_number_keeps_the_oldest_exports() {
+    let a = exporter(
+        "2026-11-02T00:00:00Z",
+        service(&[("http", 81, "TCP")], false),
+        vec![],
+    );
+    let b = exporter(
+        "2026-11-01T00:00:00Z",
+        service(&[("http", 80, "TCP")], false),
+        vec![],
+    );
+    let d = pass(vec![member("a", a), member("b", b)]);
+    assert_eq!(d.winner.as_deref(), Some("b"), "b is older");
+    let import = applied(&d.members[0].service_import);
+    assert_eq!(
+        import["spec"]["ports"],
+        json!([{"name": "http", "protocol": "TCP", "port": 80}])
+    );
+    for m in &d.members {
+        assert_eq!(
+            condition(&conditions(m), "Conflict")["reason"],
+            "PortConflict"
+        );
+    }
+}
+
+#[test]
+fn differing_headlessness_is_a_type_conflict_and_the_oldest_decides_the_type() {
+    let a = exporter(
+        "2026-11-01T00:00:00Z",
+        service(&[("http", 80, "TCP")], false),
+        vec![],
+    );
+    let b = exporter(
+        "2026-11-02T00:00:00Z",
+        service(&[("http", 80, "TCP")], true),
+        vec![],
+    );
+    let d = pass(vec![member("a", a), member("b", b)]);
+    assert_eq!(d.conflicts, ["TypeConflict"]);
+    for m in &d.members {
+        assert_eq!(applied(&m.service_import)["spec"]["type"], "ClusterSetIP");
+        assert_eq!(
+            condition(&conditions(m), "Conflict")["reason"],
+            "TypeConflict"
+        );
+    }
+}
+
+#[test]
+fn equal_creation_times_are_ordered_by_cluster_id_and_the_winner_gives_affinity_and_labels() {
+    let mut sa = service(&[("http", 80, "TCP")], false);
+    sa["spec"]["sessionAffinity"] = json!("ClientIP");
+    sa["spec"]["sessionAffinityConfig"] = json!({"clientIP": {"timeoutSeconds": 30}});
+    sa["spec"]["internalTrafficPolicy"] = json!("Local");
+    sa["spec"]["trafficDistribution"] = json!("PreferClose");
+    let mut a = exporter("2026-11-01T00:00:00Z", sa, vec![]);
+    a.export.as_mut().unwrap()["spec"] =
+        json!({"exportedLabels": {"team": "a"}, "exportedAnnotations": {"note": "a"}});
+    let mut b = exporter(
+        "2026-11-01T00:00:00Z",
+        service(&[("http", 80, "TCP")], false),
+        vec![],
+    );
+    b.export.as_mut().unwrap()["spec"] = json!({"exportedLabels": {"team": "b"}});
+    // Member z has cluster id "a-id" < "b-id".
+    let mut za = member("z", a);
+    za.cluster_property = Some("a-id".into());
+    let mut yb = member("y", b);
+    yb.cluster_property = Some("b-id".into());
+    let d = pass(vec![yb, za]);
+    assert_eq!(d.winner.as_deref(), Some("a-id"));
+    assert_eq!(
+        d.conflicts,
+        [
+            "SessionAffinityConflict",
+            "InternalTrafficPolicyConflict",
+            "TrafficDistributionConflict",
+            "LabelsConflict",
+            "AnnotationsConflict"
+        ]
+    );
+    let import = applied(&d.members[0].service_import);
+    assert_eq!(import["spec"]["sessionAffinity"], "ClientIP");
+    assert_eq!(
+        import["spec"]["sessionAffinityConfig"],
+        json!({"clientIP": {"timeoutSeconds": 30}})
+    );
+    assert_eq!(import["spec"]["internalTrafficPolicy"], "Local");
+    assert_eq!(import["spec"]["trafficDistribution"], "PreferClose");
+    assert_eq!(import["metadata"]["labels"]["team"], "a");
+    assert_eq!(import["metadata"]["annotations"]["note"], "a");
+    let svc = applied(&d.members[0].derived_service);
+    assert_eq!(svc["spec"]["sessionAffinity"], "ClientIP");
+    assert_eq!(d.members[1].cluster_id, "a-id");
+}
+
+#[test]
+fn when_the_last_export_goes_the_import_derived_service_and_slices_go_with_preconditions() {
+    let a = exporter(
+        "2026-11-01T00:00:00Z",
+        service(&[("http", 80, "TCP")], false),
+        vec![slice("web-abc", "10.0.0.1")],
+    );
+    let b = Held::default();
+    let first = pass(vec![member("a", a.clone()), member("b", b.clone())]);
+    let mut a = after(a, &first.members[0], "10.100.0.1");
+    let b = after(b, &first.members[1], "10.200.0.1");
+    a.export = None;
+    let d = pass(vec![member("a", a), member("b", b)]);
+    assert!(d.exporters.is_empty());
+    for m in &d.members {
+        let ObjectWrite::Delete(p) = &m.service_import else {
+            panic!("import not deleted: {:?}", m.service_import)
+        };
+        assert_eq!(
+            (p.name.as_str(), p.uid.as_str(), p.resource_version.as_str()),
+            (NAME, "uid-import", "7")
+        );
+        let ObjectWrite::Delete(p) = &m.derived_service else {
+            panic!("derived Service not deleted")
+        };
+        assert_eq!(p.name, digest::derived_name(NS, NAME));
+        assert_eq!(m.delete_slices.len(), 1);
+        assert_eq!(m.delete_slices[0].resource_version, "9");
+        assert!(m.apply_slices.is_empty());
+    }
+}
+
+#[test]
+fn an_unreadable_exporter_keeps_its_slices_and_its_place_in_the_import() {
+    let a = exporter(
+        "2026-11-01T00:00:00Z",
+        service(&[("http", 80, "TCP")], false),
+        vec![slice("web-a", "10.0.0.1")],
+    );
+    let b = exporter(
+        "2026-11-02T00:00:00Z",
+        service(&[("http", 80, "TCP")], false),
+        vec![slice("web-b", "10.1.0.1")],
+    );
+    let c = Held::default();
+    let first = pass(vec![
+        member("a", a.clone()),
+        member("b", b.clone()),
+        member("c", c.clone()),
+    ]);
+    let a = after(a, &first.members[0], "10.100.0.1");
+    let c = after(c, &first.members[2], "10.200.0.1");
+    assert_eq!(c.imported.len(), 2);
+
+    // b cannot be read: its slices stay everywhere, and the import still lists it.
+    let d = pass(vec![
+        member("a", a.clone()),
+        unreadable("b"),
+        member("c", c.clone()),
+    ]);
+    assert_eq!(d.exporters, ["a"]);
+    let b_decision = &d.members[1];
+    assert_eq!(b_decision.service_import, ObjectWrite::Leave);
+    assert!(b_decision.apply_slices.is_empty() && !b_decision.notes.is_empty());
+    for m in [&d.members[0], &d.members[2]] {
+        assert!(
+            m.delete_slices.is_empty(),
+            "b's slices stay: {:?}",
+            m.delete_slices
+        );
+        assert!(
+            m.service_import_status.is_none(),
+            "the import still lists a and b"
+        );
+    }
+
+    // Now a's export goes too, b still unreadable: nothing is withdrawn, b's slices stay,
+    // a's go.
+    let mut a2 = a;
+    a2.export = None;
+    let d = pass(vec![member("a", a2), unreadable("b"), member("c", c)]);
+    let c_decision = &d.members[2];
+    assert_eq!(c_decision.service_import, ObjectWrite::Leave);
+    assert_eq!(c_decision.derived_service, ObjectWrite::Leave);
+    assert_eq!(c_decision.delete_slices.len(), 1);
+    assert!(c_decision.delete_slices[0].name.contains("-a-"));
+}
+
+#[test]
+fn objects_without_our_markers_are_never_changed_or_deleted() {
+    let foreign_import = json!({"apiVersion": "multicluster.x-k8s.io/v1beta1", "kind": "ServiceImport",
+        "metadata": {"name": NAME, "namespace": NS, "uid": "u1", "resourceVersion": "1"},
+        "spec": {"type": "ClusterSetIP", "ports": []}});
+    let foreign_derived = json!({"apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": digest::derived_name(NS, NAME), "namespace": NS, "uid": "u2", "resourceVersion": "1"},
+        "spec": {"type": "ClusterIP", "clusterIP": "10.9.9.9"}});
+    let mut foreign_slice = slice("web-other", "10.5.0.1");
+    foreign_slice.labels.push((
+        "multicluster.kubernetes.io/service-name".into(),
+        NAME.into(),
+    ));
+    let b = Held {
+        import: Some(foreign_import.clone()),
+        derived: Some(foreign_derived.clone()),
+        imported: vec![ImportedSlice {
+            slice: foreign_slice,
+            uid: "u3".into(),
+            resource_version: "1".into(),
+        }],
+        ..Held::default()
+    };
+    // With nothing exported, and with an export: the foreign objects are left both times.
+    let d = pass(vec![member("b", b.clone())]);
+    assert_eq!(d.members[0].service_import, ObjectWrite::Leave);
+    assert_eq!(d.members[0].derived_service, ObjectWrite::Leave);
+    assert!(d.members[0].delete_slices.is_empty());
+    let a = exporter(
+        "2026-11-01T00:00:00Z",
+        service(&[("http", 80, "TCP")], false),
+        vec![],
+    );
+    let d = pass(vec![member("a", a), member("b", b)]);
+    let m = &d.members[1];
+    assert_eq!(m.service_import, ObjectWrite::Leave);
+    assert!(m.service_import_status.is_none());
+    assert_eq!(m.derived_service, ObjectWrite::Leave);
+    assert!(m.delete_slices.is_empty());
+    assert_eq!(m.notes.len(), 2);
+}
+
+#[test]
+fn last_transition_time_moves_only_when_the_status_does() {
+    let mut a = exporter(
+        "2026-11-01T00:00:00Z",
+        service(&[("http", 80, "TCP")], false),
+        vec![],
+    );
+    a.export.as_mut().unwrap()["status"] = json!({"conditions": [
+        {"type": "Valid", "status": "True", "reason": "Valid", "message": "old words",
+         "lastTransitionTime": "2026-01-01T00:00:00Z", "observedGeneration": 1},
+        {"type": "Ready", "status": "False", "reason": "Pending", "message": "",
+         "lastTransitionTime": "2026-01-01T00:00:00Z"},
+        {"type": "Other", "status": "True", "reason": "X", "message": "",
+         "lastTransitionTime": "2026-01-01T00:00:00Z"}]});
+    let d = pass(vec![member("a", a)]);
+    let conds = conditions(&d.members[0]);
+    assert_eq!(
+        condition(&conds, "Valid")["lastTransitionTime"],
+        "2026-01-01T00:00:00Z"
+    );
+    assert_ne!(condition(&conds, "Valid")["message"], "old words");
+    assert_eq!(condition(&conds, "Ready")["lastTransitionTime"], NOW);
+    assert_eq!(
+        condition(&conds, "Other")["reason"],
+        "X",
+        "other types kept"
+    );
+}
+
+#[test]
+fn the_cluster_id_is_a_valid_cluster_property_else_the_member_name() {
+    assert_eq!(members::cluster_id("m1", Some("east-1")), "east-1");
+    assert_eq!(members::cluster_id("m1", Some("Not_Valid")), "m1");
+    assert_eq!(members::cluster_id("m1", None), "m1");
+    let mut one = member("m1", Held::default());
+    one.cluster_property = Some("m2".into());
+    let err = decide(&ClustersetRead {
+        namespace: NS.into(),
+        name: NAME.into(),
+        now: NOW.into(),
+        members: vec![one, member("m2", Held::default())],
+    })
+    .unwrap_err();
+    assert_eq!(err, "clusters m1 and m2 share the cluster id m2");
+}
+
+#[test]
+fn malformed_objects_are_errors_naming_the_member() {
+    let mut a = member("a", Held::default());
+    if let ClustersetMemberState::Readable(o) = &mut a.state {
+        o.service_import = Some("{".into());
+    }
+    let err = decide(&ClustersetRead {
+        namespace: NS.into(),
+        name: NAME.into(),
+        now: NOW.into(),
+        members: vec![a],
+    })
+    .unwrap_err();
+    assert!(
+        err.starts_with("cluster a: the ServiceImport is not JSON"),
+        "{err}"
+    );
+}
+
+#[test]
+fn imported_slice_names_are_deterministic_short_and_distinct() {
+    let long = "x".repeat(63);
+    let n1 = slices::name(&long, "cluster-with-a-long-id", "web-abc");
+    let n2 = slices::name(&long, "cluster-with-a-long-id", "web-abd");
+    assert!(n1.len() <= 63 && n2.len() <= 63);
+    assert_ne!(n1, n2);
+    assert_eq!(n1, slices::name(&long, "cluster-with-a-long-id", "web-abc"));
+    assert!(crate::names::dns1123_subdomain(&n1).is_empty());
+    assert!(slices::name("web", "a", "s").starts_with("web-a-"));
+}
+
+#[test]
+fn copies_and_imports_are_not_source_slices() {
+    let own = slice("web-a", "10.0.0.1");
+    assert!(slices::is_source(&own, NS, NAME));
+    for managed in [
+        crate::filter::DISPATCH_MANAGER,
+        crate::filter::IMPORT_MANAGER,
+        crate::filter::CLUSTERSET_MANAGER,
+    ] {
+        let mut copy = own.clone();
+        copy.labels[0].1 = managed.into();
+        assert!(!slices::is_source(&copy, NS, NAME), "{managed}");
+    }
+    let mut other = own.clone();
+    other.labels.push((
+        "multicluster.kubernetes.io/source-cluster".into(),
+        "x".into(),
+    ));
+    assert!(!slices::is_source(&other, NS, NAME));
+}
+
+fn request(object: Value, operation: Operation) -> AdmissionRequest {
+    AdmissionRequest {
+        uid: "u".into(),
+        operation,
+        object: object.to_string(),
+        old_object: None,
+    }
+}
+
+#[test]
+fn a_service_export_must_be_named_as_a_service() {
+    use crate::validate::{KARMADA_COMPATIBLE, NOTHING_KNOWN, validate_request};
+    for version in ["v1alpha1", "v1beta1"] {
+        let mut ok = export("2026-11-01T00:00:00Z");
+        ok["apiVersion"] = json!(format!("multicluster.x-k8s.io/{version}"));
+        for op in [Operation::Create, Operation::Update] {
+            assert_eq!(
+                validate_request(
+                    &request(ok.clone(), op),
+                    &KARMADA_COMPATIBLE,
+                    &NOTHING_KNOWN
+                ),
+                Ok(vec![])
+            );
+        }
+        let mut bad = ok.clone();
+        bad["metadata"]["name"] = json!("1web");
+        let Err(Denial::Forbidden(r)) = validate_request(
+            &request(bad, Operation::Create),
+            &KARMADA_COMPATIBLE,
+            &NOTHING_KNOWN,
+        ) else {
+            panic!("1web admitted")
+        };
+        assert_eq!(
+            r.message,
+            "metadata.name: Invalid value: \"1web\": a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')"
+        );
+    }
+    let mut other = export("2026-11-01T00:00:00Z");
+    other["apiVersion"] = json!("multicluster.x-k8s.io/v2");
+    assert_eq!(
+        validate_request(
+            &request(other, Operation::Create),
+            &KARMADA_COMPATIBLE,
+            &NOTHING_KNOWN
+        ),
+        Err(Denial::Malformed(
+            "no kind \"ServiceExport\" is registered for version \"multicluster.x-k8s.io/v2\""
+                .into()
+        ))
+    );
+}
