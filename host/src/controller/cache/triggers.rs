@@ -58,6 +58,14 @@ impl Changes {
         self.0.lock().ok()?.remove(key)
     }
 
+    /// Keeps only the changes of the MCSs `exists` names: a change of an MCS deleted before
+    /// its pass is never taken.
+    pub fn retain(&self, exists: impl Fn(&str) -> bool) {
+        if let Ok(mut changes) = self.0.lock() {
+            changes.retain(|key, _| exists(key));
+        }
+    }
+
     /// MCSs with a change waiting for its pass.
     pub fn len(&self) -> usize {
         self.0.lock().map(|c| c.len()).unwrap_or(0)
@@ -195,11 +203,15 @@ pub fn watch_mcs(
             }
         }
         News::Synced { returned } => {
+            seen.list_done();
             if returned {
                 reactions.relisted.unbounded_send(cluster.clone()).ok();
             }
         }
-        News::Failed { kind, .. } => reactions.metrics.cluster_error(&cluster, kind),
+        News::Failed { kind, .. } => {
+            seen.list_failed();
+            reactions.metrics.cluster_error(&cluster, kind);
+        }
     }));
     (task, stream)
 }
@@ -212,16 +224,32 @@ fn keep_metadata_only(mcs: &mut DynamicObject) {
     mcs.metadata.managed_fields = None;
 }
 
-/// The relevant hash last seen of each object of one watch.
+/// The relevant hash last seen of each object of one watch. A completed list replaces them
+/// all: an MCS deleted while the watch was broken (no event said so) is forgotten.
 #[derive(Default)]
-struct RelevantHashes(HashMap<String, u64>);
+struct RelevantHashes {
+    /// What the watch has seen.
+    seen: HashMap<String, u64>,
+    /// The list under way: what it has given so far.
+    listing: HashMap<String, u64>,
+}
 
 impl RelevantHashes {
     /// Records an MCS of a list: how it is, not news.
     fn listed(&mut self, mcs: &DynamicObject) {
         if let Some(key) = object_key(mcs) {
-            self.is_news(&key, Change::Applied, mcs_relevant(mcs));
+            self.listing.insert(key, mcs_relevant(mcs));
         }
+    }
+
+    /// A list completed: what it gave is all there is.
+    fn list_done(&mut self) {
+        self.seen = std::mem::take(&mut self.listing);
+    }
+
+    /// The watch failed (maybe during a list): the next list starts afresh.
+    fn list_failed(&mut self) {
+        self.listing = HashMap::new();
     }
 
     /// The MCS a watched change asks to reconcile: one whose relevant part changed (its
@@ -250,10 +278,10 @@ impl RelevantHashes {
     fn is_news(&mut self, key: &str, change: Change, now: u64) -> bool {
         match change {
             Change::Deleted => {
-                self.0.remove(key);
+                self.seen.remove(key);
                 true
             }
-            Change::Applied => self.0.insert(key.to_string(), now) != Some(now),
+            Change::Applied => self.seen.insert(key.to_string(), now) != Some(now),
         }
     }
 }
@@ -293,6 +321,7 @@ mod tests {
         let changes = Changes::default();
         let mut seen = RelevantHashes::default();
         seen.listed(&mcs(1));
+        seen.list_done();
         assert!(seen.mcs_to_reconcile(&mcs(1), false, &changes).is_none());
         assert!(changes.is_empty(), "a listing is not a change");
         assert!(seen.mcs_to_reconcile(&mcs(2), false, &changes).is_some());
@@ -356,6 +385,57 @@ mod tests {
             ));
         }
         assert_eq!(sent, ["shop/web", "shop/web"]);
+    }
+
+    fn named(name: &str, generation: i64) -> DynamicObject {
+        let mut o = mcs(generation);
+        o.metadata.name = Some(name.to_string());
+        o
+    }
+
+    #[test]
+    fn a_completed_list_replaces_what_the_watch_had_seen() {
+        let changes = Changes::default();
+        let mut seen = RelevantHashes::default();
+        seen.listed(&named("a", 1));
+        seen.listed(&named("b", 1));
+        seen.list_done();
+        assert_eq!(seen.seen.len(), 2);
+        // The watch breaks; b is deleted meanwhile (no event), c created. A list that fails
+        // half-way leaves nothing behind; the next one replaces everything.
+        seen.listed(&named("a", 1));
+        seen.list_failed();
+        seen.listed(&named("a", 2));
+        seen.listed(&named("c", 1));
+        seen.list_done();
+        let mut keys: Vec<_> = seen.seen.keys().cloned().collect();
+        keys.sort();
+        assert_eq!(
+            keys,
+            ["shop/a", "shop/c"],
+            "b, deleted unseen, is forgotten"
+        );
+        assert!(
+            seen.mcs_to_reconcile(&named("a", 2), false, &changes)
+                .is_none(),
+            "as listed: not news"
+        );
+        assert!(changes.is_empty());
+        // An empty list leaves nothing.
+        seen.list_done();
+        assert!(seen.seen.is_empty());
+    }
+
+    #[test]
+    fn changes_of_mcss_that_are_gone_are_dropped() {
+        let changes = Changes::default();
+        let t0 = Instant::now();
+        changes.seen("shop/web", t0);
+        changes.seen("shop/gone", t0);
+        changes.retain(|key| key == "shop/web");
+        assert_eq!(changes.len(), 1);
+        assert_eq!(changes.take("shop/web"), Some(t0));
+        assert!(changes.is_empty());
     }
 
     #[test]

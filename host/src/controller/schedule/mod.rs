@@ -8,10 +8,12 @@
 //!   a pass reads only caches.
 //! - **Triggers** ([`triggers`](crate::controller::cache::triggers)): the Controller's own stream is the hub's MCS
 //!   watch filtered to spec and deletion changes; `reconcile_on` carries every other cache's
-//!   changes; `reconcile_all_on` carries the resync tick and the catch-up when a member becomes
-//!   ready or a cache lists again. kube-runtime never reconciles one MCS twice at once, and
-//!   merges triggers that arrive while it runs into one more pass. The resync reads the
-//!   caches too: it lists nothing.
+//!   changes (live changes). kube-runtime never reconciles one MCS twice at once, and merges
+//!   triggers that arrive while it runs into one more pass. The resync reads the caches too:
+//!   it lists nothing.
+//! - **Backlog** ([`backlog`]): bulk passes (the start, the resync, the catch-up when a member
+//!   becomes ready or a cache lists again) wait in a first-in first-out queue of ours and go to
+//!   the Controller (a second `reconcile_on`) a few at a time, never ahead of a live change.
 //! - **Membership**: refreshed every probe interval (2 s, or the resync interval if shorter);
 //!   each pass syncs against the membership of its start.
 //! - **Retries**: `error_policy` requeues a failed pass after a per-MCS backoff
@@ -24,6 +26,7 @@
 //!
 //! kube's `unstable-runtime` feature gives `for_stream_with` and `reconcile_on`.
 
+pub mod backlog;
 pub mod orphans;
 pub mod retries;
 
@@ -31,7 +34,7 @@ pub mod retries;
 mod scheduling_tests;
 
 use std::collections::HashSet;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use std::time::{Duration, Instant};
 
 use futures::channel::mpsc;
@@ -49,6 +52,7 @@ use crate::controller::cache::{Caches, Health, Members};
 use crate::controller::names::{mcs_resource, object_name};
 use crate::controller::pass::{self, chain};
 use crate::controller::{Context, SyncArgs};
+use backlog::Backlog;
 use retries::Retries;
 
 /// How often the membership (and each member's readiness) is refreshed, at most.
@@ -64,6 +68,85 @@ pub struct Shared {
     retries: Retries,
     /// When each MCS's oldest unreconciled watched change was seen.
     changes: Arc<Changes>,
+    /// Bulk passes not yet handed to the Controller, and the passes running.
+    backlog: Mutex<Backlog>,
+    /// Wakes the feeder of the backlog: a pass started or ended, an MCS was not found, more
+    /// was queued.
+    feed: tokio::sync::Notify,
+    /// `--workers`.
+    workers: usize,
+}
+
+impl Shared {
+    fn backlog(&self) -> MutexGuard<'_, Backlog> {
+        self.backlog.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Queues a pass of every MCS in `all` (the Controller's store), by name, behind the
+    /// backlog.
+    fn queue_all(&self, all: &[Arc<DynamicObject>]) {
+        let mut keys: Vec<String> = all.iter().map(|m| object_name(m)).collect();
+        keys.sort_unstable();
+        let (added, waiting) = {
+            let mut backlog = self.backlog();
+            let added = backlog.queue(keys);
+            (added, backlog.len())
+        };
+        tracing::debug!(added, waiting, "passes queued in the backlog");
+        self.feed.notify_one();
+    }
+
+    /// The Controller found no MCS `key`: a request for it is answered.
+    fn not_found(&self, key: &str) {
+        self.changes.take(key);
+        self.backlog().not_found(key);
+        self.feed.notify_one();
+    }
+
+    /// Hands the Controller the backlog's next keys while they may go (see [`backlog`]),
+    /// for ever.
+    async fn feed_backlog(&self, to: mpsc::UnboundedSender<ObjectRef<DynamicObject>>) {
+        let resource = mcs_resource();
+        loop {
+            loop {
+                let live_waiting = !self.changes.is_empty();
+                let Some(key) = self.backlog().next(self.workers, live_waiting) else {
+                    break;
+                };
+                let Some((namespace, name)) = key.split_once('/') else {
+                    self.backlog().not_found(&key);
+                    continue;
+                };
+                let reference = ObjectRef::new_with(name, resource.clone()).within(namespace);
+                // Closed only when the Controller is gone, i.e. when syncing stops.
+                if to.unbounded_send(reference).is_err() {
+                    return;
+                }
+            }
+            self.feed.notified().await;
+        }
+    }
+}
+
+/// Tells the backlog a pass started, and that it ended when dropped.
+struct Running<'a> {
+    shared: &'a Shared,
+    key: &'a str,
+}
+
+impl<'a> Running<'a> {
+    fn start(shared: &'a Shared, key: &'a str) -> Running<'a> {
+        shared.backlog().started(key);
+        shared.feed.notify_one();
+        Running { shared, key }
+    }
+}
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        self.shared.backlog().ended(self.key);
+        self.shared.feed.notify_one();
+    }
 }
 
 /// The longest wait at start for the caches to list once before the first passes; a cache
@@ -132,22 +215,31 @@ pub async fn sync(
         sweeps.owe(first.returned.clone());
         sweeps.start(&ctx, &first.registry);
     }
-    let (everything, reconcile_all) = mpsc::unbounded::<()>();
+    let (fed, from_backlog) = mpsc::unbounded();
     let shared = Arc::new(Shared {
         base: ctx.clone(),
         membership: membership.clone(),
         retries: Retries::default(),
         changes: changes.clone(),
+        backlog: Mutex::default(),
+        feed: tokio::sync::Notify::new(),
+        workers: usize::from(args.workers),
     });
+    let everything = || shared.queue_all(&store.state());
     let controller = Controller::for_stream_with(mcs, store.clone(), resource)
         .with_config(controller::Config::default().concurrency(args.workers))
         .reconcile_on(changed)
-        .reconcile_all_on(reconcile_all)
+        .reconcile_on(from_backlog)
         .run(reconcile_mcs, error_policy, shared.clone())
         .for_each(|outcome| {
+            if let Err(controller::Error::ObjectNotFound(reference)) = &outcome {
+                let namespace = reference.namespace.as_deref().unwrap_or_default();
+                shared.not_found(&format!("{namespace}/{}", reference.name));
+            }
             log_outcome(outcome);
             future::ready(())
         });
+    let feeder = shared.feed_backlog(fed);
     let probe_every = PROBE_INTERVAL.min(args.resync_interval);
     let mut probes =
         tokio::time::interval_at(tokio::time::Instant::now() + probe_every, probe_every);
@@ -169,12 +261,12 @@ pub async fn sync(
                     members.wake(&news.returned);
                     if news.unsynced_changed {
                         // The MCSs that list a cluster that is, or was, not synced report it.
-                        everything.unbounded_send(()).ok();
+                        everything();
                     }
                     if !news.returned.is_empty() {
                         tracing::info!(clusters = ?news.returned, "members ready: catching them up");
                         sweeps.owe(news.returned);
-                        everything.unbounded_send(()).ok();
+                        everything();
                     }
                     sweeps.start(&ctx, &news.registry);
                 }
@@ -189,15 +281,16 @@ pub async fn sync(
                         sweeps.owe(ready);
                     }
                     sweeps.start(&ctx, &registry);
-                    everything.unbounded_send(()).ok();
+                    everything();
                 }
                 _ = resyncs.tick() => {
                     ctx.metrics.pass();
-                    forget_gone(&shared, &store.state());
+                    let all = store.state();
+                    forget_gone(&shared, &all);
                     let Membership { registry, ready } = current(&membership);
                     sweeps.periodic(&ready);
                     sweeps.start(&ctx, &registry);
-                    everything.unbounded_send(()).ok();
+                    shared.queue_all(&all);
                 }
             }
             ctx.metrics.queue_depth(changes.len());
@@ -207,6 +300,7 @@ pub async fn sync(
     tokio::select! {
         () = controller => tracing::warn!("the controller's stream ended"),
         () = timers => {}
+        () = feeder => {}
     }
 }
 
@@ -277,6 +371,7 @@ impl<T> Drop for AbortOnDrop<T> {
 async fn pass(mcs: Arc<DynamicObject>, shared: Arc<Shared>) -> Result<Action, PassError> {
     let key = object_name(&mcs);
     let changed_at = shared.changes.take(&key);
+    let _running = Running::start(&shared, &key);
     let Membership { registry, ready } = current(&shared.membership);
     let ctx = Context {
         registry,
@@ -370,7 +465,8 @@ async fn reconcile_key(ctx: &Context, key: &str, ready: &[String]) -> Result<(),
 }
 
 /// At a resync: forgets what the controller remembered about MCSs that are gone from the hub
-/// (Events reported, unreadable providers, load balancers, retries).
+/// (Events reported, unreadable providers, load balancers, retries, changes whose pass never
+/// came, backlog places).
 fn forget_gone(shared: &Shared, all: &[Arc<DynamicObject>]) {
     let uids: HashSet<&str> = all
         .iter()
@@ -383,6 +479,9 @@ fn forget_gone(shared: &Shared, all: &[Arc<DynamicObject>]) {
     }
     let keys: HashSet<String> = all.iter().map(|m| object_name(m)).collect();
     shared.retries.retain(|key| keys.contains(key));
+    shared.changes.retain(|key| keys.contains(key));
+    shared.backlog().retain(|key| keys.contains(key));
+    shared.feed.notify_one();
 }
 
 /// Background tasks (watches), aborted when dropped.
