@@ -487,11 +487,16 @@ async fn a_copy_deleted_by_hand_is_put_back_at_once() {
     let before = get(&w.http, &w.member2, &copy).await.unwrap();
 
     delete(&w.http, &w.member2, &copy).await;
+    let deleted = std::time::Instant::now();
+    // The goal with no resync: back within 1 s (the watch of the copy triggers the pass).
     let after = w
-        .eventually("the copy to be back", || async {
-            get(&w.http, &w.member2, &copy).await
-        })
+        .eventually_within(
+            Duration::from_secs(1),
+            "the copy to be back within 1 s",
+            || async { get(&w.http, &w.member2, &copy).await },
+        )
         .await;
+    eprintln!("copy back {:?} after its deletion", deleted.elapsed());
     assert_ne!(
         after["metadata"]["uid"], before["metadata"]["uid"],
         "re-created"
