@@ -9,8 +9,9 @@
 # Each folder is `helm template` of the chart with the values below, one file per chart
 # template (namespace.yaml, deployment.yaml, ...), each with a header saying it is generated.
 # The folders' kustomization.yaml files are written by hand and list these files (and
-# ../sync-rbac where a folder builds on it). The chart's copy of the MultiClusterService CRD
-# (files/, for crd.install) is checked against policies/crds/ the same way.
+# ../sync-rbac where a folder builds on it). The chart's copies of the CRDs (files/: the
+# MultiClusterService CRD for crd.install, the upstream MCS API's for upstreamAPI.crds) are
+# checked against policies/crds/ the same way.
 # Needs helm on PATH: scripts/k8s-tools.sh prints a directory holding one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -77,10 +78,10 @@ render sync-rbac mcs-policy-system \
 render sync mcs-policy-system \
   "--set webhook.enabled=false" \
   sync/deployment.yaml sync/pdb.yaml
-# Its ServiceAccount, rules and token in each member.
+# Its ServiceAccount, rules and token in each member, and the upstream MCS API's CRDs.
 render member mcs-policy-system \
   "--set target=member --set namespace.create=true" \
-  namespace.yaml member/rbac.yaml member/token.yaml
+  namespace.yaml member/rbac.yaml member/token.yaml member/upstream-crds.yaml
 # Reading Karmada's Clusters and their Secrets, in the karmada-apiserver (with ../sync-rbac).
 render karmada-hub mcs-policy-system \
   "--set target=karmada-apiserver --set webhook.enabled=false" \
@@ -89,8 +90,13 @@ render karmada-hub mcs-policy-system \
 render karmada karmada-system \
   "--set karmada.enabled=true --set webhook.enabled=false" \
   sync/serviceaccount.yaml sync/deployment.yaml sync/pdb.yaml
+# The CRDs the chart installs, as policies/crds/ has them.
+crds=(networking.karmada.io_multiclusterservices.yaml multicluster.x-k8s.io_serviceexports.yaml
+  multicluster.x-k8s.io_serviceimports.yaml about.k8s.io_clusterproperties.yaml)
 mkdir -p "$out/crd"
-cp policies/crds/networking.karmada.io_multiclusterservices.yaml "$out/crd/"
+for crd in "${crds[@]}"; do
+  cp "policies/crds/$crd" "$out/crd/"
+done
 
 # Generated file -> where it lives.
 pairs=()
@@ -99,8 +105,9 @@ for folder in webhook webhook-cert-manager sync-rbac sync member karmada-hub kar
     pairs+=("$f" "policies/deploy/$folder/$(basename "$f")")
   done
 done
-pairs+=("$out/crd/networking.karmada.io_multiclusterservices.yaml"
-  "$chart/files/networking.karmada.io_multiclusterservices.yaml")
+for crd in "${crds[@]}"; do
+  pairs+=("$out/crd/$crd" "$chart/files/$crd")
+done
 
 stale=0
 for ((i = 0; i < ${#pairs[@]}; i += 2)); do

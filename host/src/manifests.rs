@@ -1,6 +1,9 @@
 //! `mcs-policy manifests`: the Validating/MutatingWebhookConfiguration that points an API server
 //! (Karmada's, or any Kubernetes one serving the MultiClusterService CRD) at this server, with
-//! Karmada's rule for MultiClusterServices.
+//! Karmada's rule for MultiClusterServices, and in the validating one a second webhook for the
+//! upstream Multi-Cluster Services API's ServiceExports (`multicluster.x-k8s.io`). An API server
+//! accepts a rule for a resource it does not serve (no CRD installed): that webhook is then
+//! never called.
 
 use std::path::PathBuf;
 
@@ -97,8 +100,8 @@ pub fn render(args: &ManifestsArgs) -> Result<String, ManifestsError> {
 }
 
 /// The ValidatingWebhookConfiguration and the MutatingWebhookConfiguration named `name`, with
-/// Karmada's rule for MultiClusterServices, sending to `endpoint` and trusting the PEM CAs
-/// `ca_pem` (their `caBundle`).
+/// Karmada's rule for MultiClusterServices (and, validating only, the ServiceExport webhook),
+/// sending to `endpoint` and trusting the PEM CAs `ca_pem` (their `caBundle`).
 pub fn configurations(name: &str, endpoint: &Endpoint, ca_pem: &[u8]) -> [Value; 2] {
     let ca = base64::engine::general_purpose::STANDARD.encode(ca_pem);
     [
@@ -140,25 +143,65 @@ fn client_config(endpoint: &Endpoint, ca: &str, path: &str) -> Value {
     }
 }
 
-fn configuration(name: &str, endpoint: &Endpoint, ca: &str, kind: &str, path: &str) -> Value {
-    let mut webhook = json!({
-        "name": "multiclusterservice.karmada.io",
+/// The webhook Karmada's own configurations name for MultiClusterServices, in both.
+pub const MCS_WEBHOOK: &str = "multiclusterservice.karmada.io";
+/// The validating webhook for the upstream Multi-Cluster Services API's ServiceExports
+/// (`multicluster.x-k8s.io`, KEP-1645), in the ValidatingWebhookConfiguration only.
+pub const SERVICE_EXPORT_WEBHOOK: &str = "serviceexport.multicluster.x-k8s.io";
+
+/// One webhook entry: CREATE and UPDATE of the namespaced `resources` of `group` at
+/// `versions`, sent to `client_config`. Every entry fails closed (`failurePolicy: Fail`) and
+/// matches equivalent requests (`matchPolicy: Equivalent`, the API server's default, written
+/// out): a request through another version of the same resource is converted and sent too.
+fn webhook(
+    name: &str,
+    group: &str,
+    versions: &[&str],
+    resource: &str,
+    client_config: &Value,
+) -> Value {
+    json!({
+        "name": name,
         "rules": [{
             "operations": ["CREATE", "UPDATE"],
-            "apiGroups": ["networking.karmada.io"],
-            "apiVersions": ["*"],
-            "resources": ["multiclusterservices"],
+            "apiGroups": [group],
+            "apiVersions": versions,
+            "resources": [resource],
             "scope": "Namespaced",
         }],
-        "clientConfig": client_config(endpoint, ca, path),
+        "clientConfig": client_config,
         "failurePolicy": "Fail",
+        "matchPolicy": "Equivalent",
         "sideEffects": "None",
         "admissionReviewVersions": ["v1"],
         "timeoutSeconds": 3,
-    });
-    if kind == "MutatingWebhookConfiguration" {
-        webhook["reinvocationPolicy"] = json!("Never");
-    }
+    })
+}
+
+fn configuration(name: &str, endpoint: &Endpoint, ca: &str, kind: &str, path: &str) -> Value {
+    let client_config = client_config(endpoint, ca, path);
+    let mut mcs = webhook(
+        MCS_WEBHOOK,
+        "networking.karmada.io",
+        &["*"],
+        "multiclusterservices",
+        &client_config,
+    );
+    let webhooks = if kind == "MutatingWebhookConfiguration" {
+        mcs["reinvocationPolicy"] = json!("Never");
+        vec![mcs]
+    } else {
+        // ServiceExports are validated, never defaulted: both served versions of mcs-api's CRD
+        // (policies/crds/), to the same validating path.
+        let export = webhook(
+            SERVICE_EXPORT_WEBHOOK,
+            "multicluster.x-k8s.io",
+            &["v1alpha1", "v1beta1"],
+            "serviceexports",
+            &client_config,
+        );
+        vec![mcs, export]
+    };
     json!({
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": kind,
@@ -166,6 +209,6 @@ fn configuration(name: &str, endpoint: &Endpoint, ca: &str, kind: &str, path: &s
             "name": name,
             "labels": { "app.kubernetes.io/name": "mcs-policy", MANAGED_BY.0: MANAGED_BY.1 },
         },
-        "webhooks": [webhook],
+        "webhooks": webhooks,
     })
 }

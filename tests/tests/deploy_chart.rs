@@ -226,10 +226,12 @@ fn manifests_webhooks(args: &[&str], keep_ca: bool) -> Vec<Value> {
         .into_iter()
         .map(|mut doc| {
             if !keep_ca {
-                doc["webhooks"][0]["clientConfig"]
-                    .as_object_mut()
-                    .unwrap()
-                    .remove("caBundle");
+                for webhook in doc["webhooks"].as_array_mut().unwrap() {
+                    webhook["clientConfig"]
+                        .as_object_mut()
+                        .unwrap()
+                        .remove("caBundle");
+                }
             }
             assert!(
                 doc["kind"]
@@ -485,21 +487,192 @@ fn target_karmada_apiserver() {
     assert!(!out.status.success(), "another namespace is refused");
 }
 
+const UPSTREAM_CRDS: [(&str, &str); 3] = [
+    (
+        "serviceexports.multicluster.x-k8s.io",
+        "multicluster.x-k8s.io_serviceexports.yaml",
+    ),
+    (
+        "serviceimports.multicluster.x-k8s.io",
+        "multicluster.x-k8s.io_serviceimports.yaml",
+    ),
+    (
+        "clusterproperties.about.k8s.io",
+        "about.k8s.io_clusterproperties.yaml",
+    ),
+];
+
+/// The member ClusterRole's rules for the upstream Multi-Cluster Services API, as
+/// `(apiGroup, resource, verbs)`: exactly what the brief of the controller asks, in order.
+fn upstream_rules() -> Vec<(&'static str, &'static str, Vec<&'static str>)> {
+    vec![
+        (
+            "multicluster.x-k8s.io",
+            "serviceexports",
+            vec!["get", "list", "watch"],
+        ),
+        (
+            "multicluster.x-k8s.io",
+            "serviceexports/status",
+            vec!["get", "update", "patch"],
+        ),
+        (
+            "multicluster.x-k8s.io",
+            "serviceimports",
+            vec![
+                "get", "list", "watch", "create", "update", "patch", "delete",
+            ],
+        ),
+        (
+            "about.k8s.io",
+            "clusterproperties",
+            vec!["get", "list", "watch"],
+        ),
+    ]
+}
+
+/// The rules of the member ClusterRole, as `(apiGroup, resource, verbs)`, each rule one group
+/// and one resource.
+fn member_rules(objects: &[Value]) -> Vec<(String, String, Vec<String>)> {
+    let role = object(objects, "ClusterRole", "mcs-policy-sync-member");
+    role["rules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|rule| {
+            let one = |key: &str| {
+                let values = deploy_common::strings(&rule[key]);
+                assert_eq!(values.len(), 1, "one {key} per rule: {rule}");
+                values[0].to_string()
+            };
+            let verbs = deploy_common::strings(&rule["verbs"])
+                .into_iter()
+                .map(String::from)
+                .collect();
+            (one("apiGroups"), one("resources"), verbs)
+        })
+        .collect()
+}
+
+/// The member rules the controller had before the upstream API: EndpointSlices, Services (every
+/// verb the derived Services need too), Namespaces.
+fn karmada_member_rules() -> Vec<(String, String, Vec<String>)> {
+    [
+        (
+            "discovery.k8s.io",
+            "endpointslices",
+            &["list", "watch", "create", "patch", "delete"][..],
+        ),
+        (
+            "",
+            "services",
+            &["get", "list", "watch", "create", "update", "delete"][..],
+        ),
+        ("", "namespaces", &["create"][..]),
+    ]
+    .iter()
+    .map(|(g, r, v)| {
+        (
+            g.to_string(),
+            r.to_string(),
+            v.iter().map(|v| v.to_string()).collect(),
+        )
+    })
+    .collect()
+}
+
 #[test]
 fn target_member() {
     let objects = render(
         NS,
         &["--set", "target=member", "--set", "namespace.create=true"],
     );
-    let expected = [
+    let mut expected = vec![
         ("Namespace", "", NS),
         ("ServiceAccount", NS, "mcs-policy-sync"),
         ("ClusterRole", "", "mcs-policy-sync-member"),
         ("ClusterRoleBinding", "", "mcs-policy-sync-member"),
         ("Secret", NS, "mcs-policy-sync-token"),
     ];
+    expected.extend(
+        UPSTREAM_CRDS
+            .iter()
+            .map(|(name, _)| ("CustomResourceDefinition", "", *name)),
+    );
     assert_eq!(ids("member", &objects), want(&expected));
     check_all("member", &objects, &[]);
+
+    // The CRDs are policies/crds/'s, kept on uninstall.
+    for (name, file) in UPSTREAM_CRDS {
+        let crd = object(&objects, "CustomResourceDefinition", name);
+        assert_eq!(
+            crd["metadata"]["annotations"]["helm.sh/resource-policy"], "keep",
+            "{name}"
+        );
+        let shipped = &deploy_common::documents(
+            &std::fs::read_to_string(workspace_root().join("policies/crds").join(file)).unwrap(),
+            file,
+        )[0];
+        assert_eq!(crd["spec"], shipped["spec"], "{name}");
+        assert_eq!(
+            crd["metadata"]["labels"], shipped["metadata"]["labels"],
+            "{name}"
+        );
+    }
+    // The rules: today's, then exactly the upstream API's.
+    let mut rules = karmada_member_rules();
+    rules.extend(upstream_rules().into_iter().map(|(g, r, v)| {
+        (
+            g.to_string(),
+            r.to_string(),
+            v.into_iter().map(String::from).collect(),
+        )
+    }));
+    assert_eq!(member_rules(&objects), rules);
+}
+
+#[test]
+fn target_member_without_the_upstream_crds_or_api() {
+    let base = ["--set", "target=member"];
+    // The CRDs off (the member has them already): the rules stay.
+    let without_crds = render(
+        NS,
+        &[&base[..], &["--set", "upstreamAPI.crds=false"]].concat(),
+    );
+    assert_eq!(
+        of_kind(&without_crds, "CustomResourceDefinition").count(),
+        0
+    );
+    assert_eq!(
+        member_rules(&without_crds).len(),
+        karmada_member_rules().len() + upstream_rules().len()
+    );
+    check_all("member without CRDs", &without_crds, &[NS]);
+    // The API off: neither CRDs nor its rules, today's rules as they were.
+    let without_api = render(
+        NS,
+        &[&base[..], &["--set", "upstreamAPI.enabled=false"]].concat(),
+    );
+    assert_eq!(of_kind(&without_api, "CustomResourceDefinition").count(), 0);
+    assert_eq!(member_rules(&without_api), karmada_member_rules());
+    check_all("member without the upstream API", &without_api, &[NS]);
+    // Other targets never install them.
+    for target in ["cluster", "karmada-apiserver"] {
+        let objects = render(
+            NS,
+            &[
+                "--set",
+                &format!("target={target}"),
+                "--set",
+                "webhook.enabled=false",
+            ],
+        );
+        assert_eq!(
+            of_kind(&objects, "CustomResourceDefinition").count(),
+            0,
+            "{target}"
+        );
+    }
 }
 
 #[test]
@@ -510,6 +683,8 @@ fn the_schema_refuses_a_bad_value() {
         "policy=lenient",
         "sync.mode=pull",
         "unknownValue=1",
+        "upstreamAPI.crds=maybe",
+        "upstreamAPI.bogus=true",
     ] {
         let out = run(&helm(), &["template", "x", CHART, "--set", bad]);
         assert!(!out.status.success(), "{bad} is refused");

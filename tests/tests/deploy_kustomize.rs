@@ -122,6 +122,22 @@ const EXPECTED: &[Expected] = &[
             ("ClusterRole", "", "mcs-policy-sync-member"),
             ("ClusterRoleBinding", "", "mcs-policy-sync-member"),
             ("Secret", "mcs-policy-system", "mcs-policy-sync-token"),
+            // The upstream Multi-Cluster Services API (upstream-crds.yaml).
+            (
+                "CustomResourceDefinition",
+                "",
+                "serviceexports.multicluster.x-k8s.io",
+            ),
+            (
+                "CustomResourceDefinition",
+                "",
+                "serviceimports.multicluster.x-k8s.io",
+            ),
+            (
+                "CustomResourceDefinition",
+                "",
+                "clusterproperties.about.k8s.io",
+            ),
         ],
         foreign_namespaces: &[],
     },

@@ -656,6 +656,249 @@ fn in_karmada_it_may_also_read_clusters_and_their_secrets_and_nothing_more() {
     assert_same_grants(&got, &want);
 }
 
+/// What the controller may do in a member with the upstream Multi-Cluster Services API
+/// (ServiceExports read and their status written, ServiceImports managed, ClusterProperties
+/// read), on top of the rules sync_member_rbac.rs checks against its requests.
+fn member_upstream_rules() -> BTreeSet<(String, String, String, String)> {
+    let mcs = "multicluster.x-k8s.io";
+    [
+        rules("*", mcs, "serviceexports", &["get", "list", "watch"]),
+        rules(
+            "*",
+            mcs,
+            "serviceexports/status",
+            &["get", "update", "patch"],
+        ),
+        rules(
+            "*",
+            mcs,
+            "serviceimports",
+            &[
+                "get", "list", "watch", "create", "update", "patch", "delete",
+            ],
+        ),
+        rules(
+            "*",
+            "about.k8s.io",
+            "clusterproperties",
+            &["get", "list", "watch"],
+        ),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
+}
+
+#[test]
+fn in_members_it_gets_exactly_the_upstream_apis_rules_and_no_new_service_verb() {
+    let objects: Vec<(String, Value)> = documents(&deploy_dir().join("member/rbac.yaml"))
+        .into_iter()
+        .map(|d| ("member/rbac.yaml".to_string(), d))
+        .collect();
+    let got = grants(&objects, "mcs-policy-sync");
+    let upstream: BTreeSet<_> = got
+        .iter()
+        .filter(|(_, group, _, _)| group == "multicluster.x-k8s.io" || group == "about.k8s.io")
+        .cloned()
+        .collect();
+    assert_same_grants(&upstream, &member_upstream_rules());
+    // The derived Services (`derived-...`) are created, updated and deleted with the Service
+    // verbs the member role already had.
+    let services: BTreeSet<_> = got
+        .iter()
+        .filter(|(_, group, resource, _)| group.is_empty() && resource == "services")
+        .cloned()
+        .collect();
+    assert_same_grants(
+        &services,
+        &rules(
+            "*",
+            "",
+            "services",
+            &["get", "list", "watch", "create", "update", "delete"],
+        ),
+    );
+}
+
+/// POSTs `body` to the kube-sim at `url`; the status code and the answer.
+async fn post(http: &reqwest::Client, url: &str, path: &str, body: &Value) -> (u16, Value) {
+    let reply = http
+        .post(format!("{url}{path}"))
+        .json(body)
+        .send()
+        .await
+        .expect("kube-sim answers");
+    let status = reply.status().as_u16();
+    (status, reply.json().await.expect("a JSON answer"))
+}
+
+#[tokio::test]
+async fn the_member_folders_crds_are_served_once_applied_to_an_api_server() {
+    let (_sim, url) = tests::kube_sim("member");
+    let http = reqwest::Client::new();
+    let crds: Vec<Value> = documents(&deploy_dir().join("member/upstream-crds.yaml"));
+    assert_eq!(crds.len(), 3);
+    for crd in &crds {
+        let (status, body) = post(
+            &http,
+            &url,
+            "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+            crd,
+        )
+        .await;
+        assert_eq!(status, 201, "{body}");
+    }
+    for (version, resources) in [
+        (
+            "multicluster.x-k8s.io/v1alpha1",
+            &["serviceexports", "serviceimports"][..],
+        ),
+        (
+            "multicluster.x-k8s.io/v1beta1",
+            &["serviceexports", "serviceimports"][..],
+        ),
+        ("about.k8s.io/v1alpha1", &["clusterproperties"][..]),
+        ("about.k8s.io/v1beta1", &["clusterproperties"][..]),
+    ] {
+        let list: Value = http
+            .get(format!("{url}/apis/{version}"))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let served: BTreeSet<&str> = list["resources"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{version} is served: {list}"))
+            .iter()
+            .map(|r| r["name"].as_str().unwrap())
+            .collect();
+        for resource in resources {
+            assert!(
+                served.contains(resource),
+                "{version} {resource}: {served:?}"
+            );
+            assert!(
+                served.contains(format!("{resource}/status").as_str()),
+                "{version} {resource}/status: {served:?}"
+            );
+        }
+    }
+    let group: Value = http
+        .get(format!("{url}/apis/multicluster.x-k8s.io"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(group["preferredVersion"]["version"], "v1beta1");
+    // Objects of each: a ServiceExport, a ServiceImport, the member's ClusterProperty.
+    let (status, body) = post(
+        &http,
+        &url,
+        "/apis/multicluster.x-k8s.io/v1beta1/namespaces/default/serviceexports",
+        &json!({"apiVersion": "multicluster.x-k8s.io/v1beta1", "kind": "ServiceExport",
+            "metadata": {"name": "web"}}),
+    )
+    .await;
+    assert_eq!(status, 201, "{body}");
+    let (status, body) = post(
+        &http,
+        &url,
+        "/apis/multicluster.x-k8s.io/v1beta1/namespaces/default/serviceimports",
+        &json!({"apiVersion": "multicluster.x-k8s.io/v1beta1", "kind": "ServiceImport",
+            "metadata": {"name": "web"},
+            "spec": {"type": "ClusterSetIP", "ports": [{"port": 80, "protocol": "TCP"}]}}),
+    )
+    .await;
+    assert_eq!(status, 201, "{body}");
+    let (status, body) = post(
+        &http,
+        &url,
+        "/apis/about.k8s.io/v1beta1/clusterproperties",
+        &json!({"apiVersion": "about.k8s.io/v1beta1", "kind": "ClusterProperty",
+            "metadata": {"name": "cluster.clusterset.k8s.io"}, "spec": {"value": "member1"}}),
+    )
+    .await;
+    assert_eq!(status, 201, "{body}");
+}
+
+#[tokio::test]
+async fn the_webhook_configurations_are_accepted_by_an_api_server_without_the_upstream_crds() {
+    // admissionregistration does not look a rule's resource up: the ServiceExport webhook is
+    // accepted where no CRD serves ServiceExports (kube-sim validates rules as the apiserver).
+    let pem = rcgen::generate_simple_self_signed(vec!["localhost".into()])
+        .unwrap()
+        .cert
+        .pem();
+    let ca = temp_dir().join("apply-ca.crt");
+    std::fs::write(&ca, &pem).unwrap();
+    let out = mcs_policy(&[
+        "manifests",
+        "--namespace",
+        NAMESPACE,
+        "--service",
+        SERVICE,
+        "--ca-bundle",
+        ca.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (_sim, url) = tests::kube_sim("hub");
+    let http = reqwest::Client::new();
+    for doc in documents_of(&String::from_utf8(out.stdout).unwrap(), "manifests") {
+        let plural = format!("{}s", doc["kind"].as_str().unwrap().to_lowercase());
+        let (status, stored) = post(
+            &http,
+            &url,
+            &format!("/apis/admissionregistration.k8s.io/v1/{plural}"),
+            &doc,
+        )
+        .await;
+        assert_eq!(status, 201, "{plural}: {stored}");
+        for (sent, kept) in doc["webhooks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .zip(stored["webhooks"].as_array().unwrap())
+        {
+            assert_eq!(kept["rules"], sent["rules"], "{plural}");
+            assert_eq!(kept["failurePolicy"], "Fail", "{plural}");
+            assert_eq!(kept["matchPolicy"], "Equivalent", "{plural}");
+        }
+        assert_eq!(
+            stored["webhooks"].as_array().unwrap().len(),
+            doc["webhooks"].as_array().unwrap().len(),
+            "{plural}"
+        );
+    }
+    // A rule the apiserver refuses is refused here too: kube-sim does validate rules.
+    let bad = json!({"apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingWebhookConfiguration", "metadata": {"name": "bad"},
+        "webhooks": [{"name": "serviceexport.multicluster.x-k8s.io",
+            "clientConfig": {"url": "https://x/validate"}, "sideEffects": "None",
+            "admissionReviewVersions": ["v1"],
+            "rules": [{"operations": ["CREATE"], "apiGroups": ["multicluster.x-k8s.io"],
+                "apiVersions": ["v1beta1"], "resources": ["serviceexports"], "scope": "Namespace"}]}]});
+    let (status, body) = post(
+        &http,
+        &url,
+        "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations",
+        &bad,
+    )
+    .await;
+    assert_eq!(status, 422, "{body}");
+    assert_eq!(
+        body["message"],
+        "ValidatingWebhookConfiguration.admissionregistration.k8s.io \"bad\" is invalid: webhooks[0].rules[0].scope: Unsupported value: \"Namespace\": supported values: \"*\", \"Cluster\", \"Namespaced\""
+    );
+}
+
 #[test]
 fn every_kustomization_lists_every_other_yaml_file_of_its_folder() {
     for dir in deploy_folders() {
@@ -1120,7 +1363,42 @@ fn manifests_prints_a_validating_and_a_mutating_configuration_for_the_service() 
             "{kind} is named"
         );
         let webhooks = doc["webhooks"].as_array().expect("webhooks");
-        assert_eq!(webhooks.len(), 1, "{kind} has one webhook");
+        let names: Vec<&str> = webhooks
+            .iter()
+            .map(|w| w["name"].as_str().unwrap())
+            .collect();
+        if kind == "ValidatingWebhookConfiguration" {
+            // ServiceExports of the upstream MCS API are validated too, never defaulted.
+            assert_eq!(
+                names,
+                [
+                    "multiclusterservice.karmada.io",
+                    "serviceexport.multicluster.x-k8s.io"
+                ]
+            );
+            let export = &webhooks[1];
+            assert_eq!(
+                export["rules"],
+                json!([{
+                    "operations": ["CREATE", "UPDATE"],
+                    "apiGroups": ["multicluster.x-k8s.io"],
+                    "apiVersions": ["v1alpha1", "v1beta1"],
+                    "resources": ["serviceexports"],
+                    "scope": "Namespaced",
+                }])
+            );
+            // Everything but the name and the rule as the MultiClusterService webhook has it.
+            let without = |w: &Value| {
+                let mut w = w.clone();
+                let map = w.as_object_mut().unwrap();
+                map.remove("name");
+                map.remove("rules");
+                w
+            };
+            assert_eq!(without(export), without(&webhooks[0]));
+        } else {
+            assert_eq!(names, ["multiclusterservice.karmada.io"]);
+        }
         let w = &webhooks[0];
         let rules = w["rules"].as_array().expect("rules");
         assert_eq!(rules.len(), 1, "{kind} has one rule");
@@ -1143,6 +1421,7 @@ fn manifests_prints_a_validating_and_a_mutating_configuration_for_the_service() 
         assert_eq!(w["sideEffects"], "None", "{kind}");
         assert_eq!(w["admissionReviewVersions"], json!(["v1"]), "{kind}");
         assert_eq!(w["failurePolicy"], "Fail", "{kind}");
+        assert_eq!(w["matchPolicy"], "Equivalent", "{kind}");
         assert_eq!(w["timeoutSeconds"], 3, "{kind}");
         assert_eq!(
             w["clientConfig"]["service"],
@@ -1206,18 +1485,21 @@ fn manifests_can_point_at_a_url_for_api_servers_that_cannot_resolve_the_service(
     let docs = documents_of(&String::from_utf8(out.stdout).unwrap(), "manifests --url");
     let urls: Vec<&str> = docs
         .iter()
-        .map(|d| d["webhooks"][0]["clientConfig"]["url"].as_str().unwrap())
+        .flat_map(|d| d["webhooks"].as_array().unwrap())
+        .map(|w| w["clientConfig"]["url"].as_str().unwrap())
         .collect();
     assert_eq!(
         urls,
         [
+            "https://mcs-policy.example.com:8443/validate-multiclusterservice",
             "https://mcs-policy.example.com:8443/validate-multiclusterservice",
             "https://mcs-policy.example.com:8443/mutate-multiclusterservice"
         ]
     );
     assert!(
         docs.iter()
-            .all(|d| d["webhooks"][0]["clientConfig"].get("service").is_none())
+            .flat_map(|d| d["webhooks"].as_array().unwrap())
+            .all(|w| w["clientConfig"].get("service").is_none())
     );
 
     let both = mcs_policy(&[

@@ -162,6 +162,13 @@ async fn the_member_rbac_allows_every_request_of_the_controller_and_nothing_it_d
         refused.is_empty(),
         "requests the member rules refuse (apiGroup, resource, verb): {refused:?}"
     );
-    let unused: Vec<_> = rules.difference(&used).collect();
+    // The rules for the upstream Multi-Cluster Services API (the chart's upstreamAPI.enabled)
+    // are shipped before the controller syncs ServiceExports, so this scenario cannot use them
+    // yet; drop this filter with the controller change that does.
+    const NOT_YET_USED: [&str; 2] = ["multicluster.x-k8s.io", "about.k8s.io"];
+    let unused: Vec<_> = rules
+        .difference(&used)
+        .filter(|(group, _, _)| !NOT_YET_USED.contains(&group.as_str()))
+        .collect();
     assert!(unused.is_empty(), "granted but never used: {unused:?}");
 }

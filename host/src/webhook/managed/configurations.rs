@@ -62,15 +62,22 @@ pub async fn apply(
     ])
 }
 
-/// The PEM CAs both configurations trust today (their first webhook's `caBundle`), as DER;
-/// empty when either is missing.
+/// The PEM CAs both configurations trust today, as DER: those in the `caBundle` of every
+/// webhook of each (the validating one has two, the MultiClusterService's and the
+/// ServiceExport's); empty when either configuration is missing.
 pub async fn trusted(client: &Client, name: &str) -> Result<Vec<Vec<u8>>, ConfigurationError> {
     let validating = get::<ValidatingWebhookConfiguration>(client, name).await?;
     let mutating = get::<MutatingWebhookConfiguration>(client, name).await?;
-    let bundle = |object: Option<Value>| -> Vec<Vec<u8>> {
-        let pem = object
-            .and_then(|o| o.pointer("/webhooks/0/clientConfig/caBundle").cloned())
-            .and_then(|v| v.as_str().map(str::to_string))
+    Ok(trusted_by_every_webhook(&[validating, mutating]))
+}
+
+/// The DER CAs that every webhook of every one of `configurations` trusts; empty when one is
+/// missing or has no webhook.
+fn trusted_by_every_webhook(configurations: &[Option<Value>]) -> Vec<Vec<u8>> {
+    let bundle = |webhook: &Value| -> Vec<Vec<u8>> {
+        let pem = webhook
+            .pointer("/clientConfig/caBundle")
+            .and_then(Value::as_str)
             .and_then(|b64| {
                 use base64::Engine as _;
                 base64::engine::general_purpose::STANDARD.decode(b64).ok()
@@ -78,8 +85,27 @@ pub async fn trusted(client: &Client, name: &str) -> Result<Vec<Vec<u8>>, Config
             .unwrap_or_default();
         super::material::trusted_ders(&String::from_utf8_lossy(&pem))
     };
-    let (a, b) = (bundle(validating), bundle(mutating));
-    Ok(a.into_iter().filter(|der| b.contains(der)).collect())
+    let mut trusted: Option<Vec<Vec<u8>>> = None;
+    for configuration in configurations {
+        let webhooks = configuration
+            .as_ref()
+            .and_then(|c| c["webhooks"].as_array())
+            .filter(|w| !w.is_empty());
+        let Some(webhooks) = webhooks else {
+            return Vec::new();
+        };
+        for webhook in webhooks {
+            let these = bundle(webhook);
+            trusted = Some(match trusted {
+                None => these,
+                Some(so_far) => so_far
+                    .into_iter()
+                    .filter(|der| these.contains(der))
+                    .collect(),
+            });
+        }
+    }
+    trusted.unwrap_or_default()
 }
 
 /// What `unregister` did with one configuration.
@@ -260,6 +286,54 @@ mod tests {
         let have = json!({"webhooks": [{"name": "a", "matchPolicy": "Equivalent",
             "rules": [{"scope": "Namespaced", "x": 1}]}], "metadata": {"uid": "u"}});
         assert!(contains(&have, &want));
+    }
+
+    #[test]
+    fn a_ca_is_trusted_only_when_every_webhook_of_both_configurations_trusts_it() {
+        use base64::Engine as _;
+        let pem = |names: &[&str]| -> (String, Vec<Vec<u8>>) {
+            let mut text = String::new();
+            let mut ders = Vec::new();
+            for name in names {
+                let cert = rcgen::generate_simple_self_signed(vec![name.to_string()])
+                    .unwrap()
+                    .cert;
+                text.push_str(&cert.pem());
+                ders.push(cert.der().to_vec());
+            }
+            (text, ders)
+        };
+        let (both, ders) = pem(&["old", "new"]);
+        let only_old = {
+            let mut text = String::new();
+            text.push_str(
+                both.split_inclusive("-----END CERTIFICATE-----\n")
+                    .next()
+                    .unwrap(),
+            );
+            text
+        };
+        let config = |bundles: &[&str]| -> Option<Value> {
+            let webhooks: Vec<Value> = bundles
+                .iter()
+                .map(|b| {
+                    json!({"clientConfig": {
+                        "caBundle": base64::engine::general_purpose::STANDARD.encode(b)}})
+                })
+                .collect();
+            Some(json!({ "webhooks": webhooks }))
+        };
+        assert_eq!(
+            trusted_by_every_webhook(&[config(&[&both, &both]), config(&[&both])]),
+            ders
+        );
+        // The ServiceExport webhook still on the old CA alone: only that one is trusted.
+        assert_eq!(
+            trusted_by_every_webhook(&[config(&[&both, &only_old]), config(&[&both])]),
+            ders[..1].to_vec()
+        );
+        assert!(trusted_by_every_webhook(&[None, config(&[&both])]).is_empty());
+        assert!(trusted_by_every_webhook(&[config(&[]), config(&[&both])]).is_empty());
     }
 
     #[test]
