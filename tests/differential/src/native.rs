@@ -486,5 +486,95 @@ pub fn answer(call: &Call) -> Answer {
             )
             .conv(),
         ),
+        Call::ClustersetDecide { read } => {
+            let decision: Result<h::ClustersetDecision, String> =
+                g::Component::clusterset_decide((*read).conv()).conv();
+            Answer::ClustersetDecide(decision.map(Box::new))
+        }
+    }
+}
+
+record!(ImportedSlice {
+    slice,
+    uid,
+    resource_version
+});
+record!(ClustersetObjects {
+    service_export,
+    service,
+    slices,
+    service_import,
+    derived_service,
+    imported_slices,
+});
+record!(ClustersetMember {
+    cluster,
+    cluster_property,
+    state
+});
+record!(ClustersetRead {
+    namespace,
+    name,
+    now,
+    members
+});
+record!(DeletePrecondition {
+    name,
+    uid,
+    resource_version
+});
+record!(ClustersetMemberDecision {
+    cluster,
+    cluster_id,
+    export_conditions,
+    service_import,
+    service_import_status,
+    derived_service,
+    apply_slices,
+    delete_slices,
+    notes,
+});
+record!(ClustersetDecision {
+    members,
+    exporters,
+    winner,
+    conflicts
+});
+
+impl Conv<g::ClustersetMemberState> for h::ClustersetMemberState {
+    fn conv(self) -> g::ClustersetMemberState {
+        match self {
+            h::ClustersetMemberState::Readable(o) => g::ClustersetMemberState::Readable(o.conv()),
+            h::ClustersetMemberState::Unreadable(why) => g::ClustersetMemberState::Unreadable(why),
+        }
+    }
+}
+
+impl Conv<h::ClustersetMemberState> for g::ClustersetMemberState {
+    fn conv(self) -> h::ClustersetMemberState {
+        match self {
+            g::ClustersetMemberState::Readable(o) => h::ClustersetMemberState::Readable(o.conv()),
+            g::ClustersetMemberState::Unreadable(why) => h::ClustersetMemberState::Unreadable(why),
+        }
+    }
+}
+
+impl Conv<g::ObjectWrite> for h::ObjectWrite {
+    fn conv(self) -> g::ObjectWrite {
+        match self {
+            h::ObjectWrite::Leave => g::ObjectWrite::Leave,
+            h::ObjectWrite::Apply(body) => g::ObjectWrite::Apply(body),
+            h::ObjectWrite::Delete(p) => g::ObjectWrite::Delete(p.conv()),
+        }
+    }
+}
+
+impl Conv<h::ObjectWrite> for g::ObjectWrite {
+    fn conv(self) -> h::ObjectWrite {
+        match self {
+            g::ObjectWrite::Leave => h::ObjectWrite::Leave,
+            g::ObjectWrite::Apply(body) => h::ObjectWrite::Apply(body),
+            g::ObjectWrite::Delete(p) => h::ObjectWrite::Delete(p.conv()),
+        }
     }
 }
