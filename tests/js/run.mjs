@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // The policy component in a JavaScript host: transpile it with jco, run every shared fixture
-// (tests/fixtures/{validate,mutate,filter,service,load-balancer,decide,conclude}) through it, and check that the answers are the ones
+// (tests/fixtures/{validate,mutate,filter,service,load-balancer,decide,conclude,clusterset}) through it, and check that the answers are the ones
 // `mcs-policy eval` (the Rust host, wasmtime) gives on the same input, and the ones the fixture
 // expects. See README.md.
 //
@@ -28,6 +28,7 @@ import {
   loadPolicy,
   mutationResponse,
   parseReview,
+  runClusterset,
   runConclude,
   runDecide,
   runFilter,
@@ -42,7 +43,7 @@ const ROOT = resolve(HERE, '../..');
 const FIXTURES = join(ROOT, 'tests/fixtures');
 const POLICIES = join(ROOT, 'policies');
 const POLICY_INTERFACE = 'karmada:mcs-policy/policy@0.1.0';
-const KINDS = ['validate', 'mutate', 'filter', 'service', 'load-balancer', 'decide', 'conclude'];
+const KINDS = ['validate', 'mutate', 'filter', 'service', 'load-balancer', 'decide', 'conclude', 'clusterset'];
 const ID_LABEL = 'multiclusterservice.karmada.io/permanent-id';
 
 const BIN = process.env.MCS_POLICY_BIN
@@ -82,7 +83,7 @@ async function loadComponent() {
   // The world exports the interface `karmada:mcs-policy/policy@0.1.0`; jco exposes it under its
   // plain name (`policy`) and its full name.
   const api = module.policy ?? module[POLICY_INTERFACE];
-  for (const f of ['validate', 'mutate', 'filter', 'service', 'loadBalancerStatus', 'decide', 'conclude']) {
+  for (const f of ['validate', 'mutate', 'filter', 'service', 'loadBalancerStatus', 'decide', 'conclude', 'clustersetDecide']) {
     if (typeof api?.[f] !== 'function') {
       throw new Error(`the transpiled component exports no ${POLICY_INTERFACE}#${f} (exports: ${Object.keys(module).join(', ')})`);
     }
@@ -239,6 +240,16 @@ async function syncFixture(policy, kind, id, text) {
   ];
 }
 
+/**
+ * A clusterset fixture: its `input` through jco against the fixture's `expect` (the Rust host's
+ * answer to the same input is checked against `expect` by tests/tests/fixtures.rs and
+ * wasmtime_cli.rs; `mcs-policy eval` has no clusterset-decide).
+ */
+function clustersetFixture(policy, text) {
+  const fixture = JSON.parse(text);
+  return prefixed('jco vs expect', jsonDiff(runClusterset(policy, fixture.input), fixture.expect));
+}
+
 // ---------------------------------------------------------------------------------------------
 
 /** The shared fixtures, then this host's extra cases (extra/<kind>/, same format). */
@@ -282,6 +293,7 @@ async function main() {
         else if (kind === 'service') problems = await serviceFixture(policy, id, text);
         else if (kind === 'load-balancer') problems = await loadBalancerFixture(policy, id, text);
         else if (kind === 'decide' || kind === 'conclude') problems = await syncFixture(policy, kind, id, text);
+        else if (kind === 'clusterset') problems = clustersetFixture(policy, text);
         else problems = await admissionFixture(policy, kind, id, text);
       } catch (e) {
         problems = [`error: ${e?.message ?? e}`];

@@ -684,3 +684,83 @@ export function runConclude(policy, input) {
     retry: update.retry,
   };
 }
+
+// ---------------------------------------------------------------------------------------------
+// clusterset-decide (tests/src/clusterset.rs `read_input`, `summary`)
+
+/** `read_input`: a clusterset fixture's `input` → the WIT `clusterset-read` (objects as JSON text). */
+function clustersetRead(input) {
+  const text = (v) => (v === undefined ? undefined : JSON.stringify(v));
+  return {
+    namespace: input.namespace ?? '',
+    name: input.name ?? '',
+    now: input.now ?? '',
+    members: (input.members ?? []).map((m) => ({
+      cluster: m.cluster,
+      clusterProperty: m.clusterProperty ?? undefined,
+      state:
+        m.unreadable !== undefined
+          ? { tag: 'unreadable', val: m.unreadable }
+          : {
+              tag: 'readable',
+              val: {
+                serviceExport: text(m.serviceExport),
+                service: text(m.service),
+                slices: (m.slices ?? []).map(sliceToWit),
+                serviceImport: text(m.serviceImport),
+                derivedService: text(m.derivedService),
+                importedSlices: (m.importedSlices ?? []).map((s) => ({
+                  slice: sliceToWit(s),
+                  uid: s.metadata?.uid ?? '',
+                  resourceVersion: s.metadata?.resourceVersion ?? '',
+                })),
+              },
+            },
+    })),
+  };
+}
+
+const precondition = (p) => ({ name: p.name, uid: p.uid, resourceVersion: p.resourceVersion });
+
+function objectWrite(w) {
+  if (w.tag === 'leave') return 'leave';
+  if (w.tag === 'apply') return { apply: JSON.parse(w.val) };
+  return { delete: precondition(w.val) };
+}
+
+/** `summary`: the answer in the clusterset fixtures' `expect` shape. */
+export function runClusterset(policy, input) {
+  let d;
+  try {
+    d = policy.clustersetDecide(clustersetRead(input));
+  } catch (e) {
+    return { err: errPayload(e).payload };
+  }
+  return {
+    ok: {
+      exporters: d.exporters,
+      winner: d.winner ?? null,
+      conflicts: d.conflicts,
+      members: d.members.map((m) => ({
+        cluster: m.cluster,
+        clusterId: m.clusterId,
+        conditions:
+          m.exportConditions === undefined
+            ? null
+            : Object.fromEntries(JSON.parse(m.exportConditions).map((c) => [c.type, `${c.status} ${c.reason}`])),
+        serviceImport: objectWrite(m.serviceImport),
+        serviceImportStatus:
+          m.serviceImportStatus === undefined
+            ? null
+            : JSON.parse(m.serviceImportStatus).status.clusters.map((c) => c.cluster),
+        derivedService: objectWrite(m.derivedService),
+        applySlices: m.applySlices.map((s) => ({
+          name: s.name,
+          labels: Object.fromEntries(s.labels),
+          addresses: s.endpoints.flatMap((e) => e.addresses),
+        })),
+        deleteSlices: m.deleteSlices.map(precondition),
+      })),
+    },
+  };
+}
