@@ -10,8 +10,9 @@
 //!
 //! - fewer than `--workers` passes are running or handed out and not started yet, so whatever
 //!   the Controller holds finds a worker at once, and
-//! - no live change waits for its pass, or no bulk pass is running or handed out: a steady
-//!   stream of changes slows the backlog to one pass at a time, never stops it.
+//! - no live change waits for its pass. Live changes that have held the backlog for
+//!   [`STARVING`] on end let it go on one pass at a time: a steady stream of changes slows the
+//!   backlog, never stops it.
 //!
 //! A pass that starts for any reason satisfies that MCS's place in the backlog (it reads the
 //! caches as they are now). An MCS handed out and found gone (the Controller reports
@@ -19,6 +20,128 @@
 //! place.
 
 use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use futures::channel::mpsc;
+use kube::api::DynamicObject;
+use kube::runtime::reflector::ObjectRef;
+use tokio::sync::Notify;
+
+use crate::controller::cache::triggers::Changes;
+use crate::controller::names::mcs_resource;
+
+/// How long live changes may hold the whole backlog; after that it goes on one pass at a time
+/// while they still wait.
+pub const STARVING: Duration = Duration::from_secs(1);
+
+/// The backlog as the Controller's loop uses it: queued by the resync and the catch-ups, fed
+/// to the Controller by [`Bulk::feed`], told by every pass when it starts and ends
+/// ([`Bulk::running`]) and by the Controller's stream when an MCS was not found.
+pub struct Bulk {
+    backlog: Mutex<Backlog>,
+    /// Wakes the feeder: a pass started or ended, an MCS was not found, more was queued.
+    wake: Notify,
+    /// `--workers`.
+    workers: usize,
+    /// The live changes waiting for their pass.
+    changes: Arc<Changes>,
+}
+
+impl Bulk {
+    pub fn new(workers: usize, changes: Arc<Changes>) -> Bulk {
+        Bulk {
+            backlog: Mutex::default(),
+            wake: Notify::new(),
+            workers,
+            changes,
+        }
+    }
+
+    fn backlog(&self) -> MutexGuard<'_, Backlog> {
+        self.backlog.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Queues a pass of every MCS of `keys` (`namespace/name`), in name order, behind the
+    /// backlog.
+    pub fn queue_all(&self, mut keys: Vec<String>) {
+        keys.sort_unstable();
+        let (added, waiting) = {
+            let mut backlog = self.backlog();
+            let added = backlog.queue(keys);
+            (added, backlog.len())
+        };
+        tracing::debug!(added, waiting, "passes queued in the backlog");
+        self.wake.notify_one();
+    }
+
+    /// The Controller found no MCS `key`: the requests for it are answered.
+    pub fn not_found(&self, key: &str) {
+        self.changes.take(key);
+        self.backlog().not_found(key);
+        self.wake.notify_one();
+    }
+
+    /// Forgets the waiting keys `alive` says are gone.
+    pub fn retain(&self, alive: impl Fn(&str) -> bool) {
+        self.backlog().retain(alive);
+        self.wake.notify_one();
+    }
+
+    /// MCSs waiting in the backlog.
+    pub fn len(&self) -> usize {
+        self.backlog().len()
+    }
+
+    /// Whether no MCS waits in the backlog.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The pass of `key` starts: held until it ends.
+    pub fn running<'a>(&'a self, key: &'a str) -> Running<'a> {
+        self.backlog().started(key);
+        self.wake.notify_one();
+        Running { bulk: self, key }
+    }
+
+    /// Hands the Controller the backlog's next keys whenever they may go (the module's
+    /// rules), for ever; returns when `to` is closed (the Controller is gone).
+    pub async fn feed(&self, to: mpsc::UnboundedSender<ObjectRef<DynamicObject>>) {
+        let resource = mcs_resource();
+        loop {
+            loop {
+                let live_waiting = !self.changes.is_empty();
+                let next = self
+                    .backlog()
+                    .next(self.workers, live_waiting, Instant::now());
+                let Some(key) = next else { break };
+                let Some((namespace, name)) = key.split_once('/') else {
+                    self.backlog().not_found(&key);
+                    continue;
+                };
+                let reference = ObjectRef::new_with(name, resource.clone()).within(namespace);
+                if to.unbounded_send(reference).is_err() {
+                    return;
+                }
+            }
+            self.wake.notified().await;
+        }
+    }
+}
+
+/// A pass running; tells the backlog it ended when dropped.
+pub struct Running<'a> {
+    bulk: &'a Bulk,
+    key: &'a str,
+}
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        self.bulk.backlog().ended(self.key);
+        self.bulk.wake.notify_one();
+    }
+}
 
 /// Bulk passes not yet handed to the Controller, and what the Controller is running.
 #[derive(Debug, Default)]
@@ -37,6 +160,8 @@ pub struct Backlog {
     running: usize,
     /// The keys of the running passes that were handed out from here.
     bulk: HashSet<String>,
+    /// Since when live changes have held the backlog.
+    held_since: Option<Instant>,
 }
 
 impl Backlog {
@@ -57,13 +182,23 @@ impl Backlog {
         added
     }
 
-    /// The next key to hand to the Controller, if one may go now (see the module's rules);
+    /// The next key to hand to the Controller, if one may go `now` (see the module's rules);
     /// `live_waiting`: a live change waits for its pass.
-    pub fn next(&mut self, workers: usize, live_waiting: bool) -> Option<String> {
+    pub fn next(&mut self, workers: usize, live_waiting: bool, now: Instant) -> Option<String> {
+        if self.waiting.is_empty() {
+            return None;
+        }
+        let starving = if live_waiting {
+            let since = *self.held_since.get_or_insert(now);
+            now.saturating_duration_since(since) >= STARVING
+        } else {
+            self.held_since = None;
+            false
+        };
         if self.running + self.fed.len() >= workers {
             return None;
         }
-        if live_waiting && !(self.fed.is_empty() && self.bulk.is_empty()) {
+        if live_waiting && !(starving && self.fed.is_empty() && self.bulk.is_empty()) {
             return None;
         }
         while let Some((number, key)) = self.order.pop_front() {
@@ -138,6 +273,12 @@ impl Backlog {
 mod tests {
     use super::*;
 
+    /// The instant the tests' live changes start waiting.
+    fn t0() -> Instant {
+        static T0: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+        *T0.get_or_init(Instant::now)
+    }
+
     fn keys(names: &[&str]) -> Vec<String> {
         names.iter().map(|n| format!("ns/{n}")).collect()
     }
@@ -145,7 +286,7 @@ mod tests {
     /// Hands out what may go now, starting each pass at once.
     fn serve(backlog: &mut Backlog, workers: usize) -> Vec<String> {
         let mut out = Vec::new();
-        while let Some(key) = backlog.next(workers, false) {
+        while let Some(key) = backlog.next(workers, false, t0()) {
             backlog.started(&key);
             out.push(key);
         }
@@ -155,7 +296,7 @@ mod tests {
     /// Runs the whole backlog, one worker: every key in the order handed out.
     fn drain(backlog: &mut Backlog) -> Vec<String> {
         let mut out = Vec::new();
-        while let Some(key) = backlog.next(1, false) {
+        while let Some(key) = backlog.next(1, false, t0()) {
             backlog.started(&key);
             backlog.ended(&key);
             out.push(key);
@@ -168,7 +309,7 @@ mod tests {
         let mut backlog = Backlog::default();
         assert_eq!(backlog.queue(keys(&["c", "a", "b", "e", "d"])), 5);
         assert_eq!(serve(&mut backlog, 2), keys(&["c", "a"]));
-        assert_eq!(backlog.next(2, false), None, "two passes run");
+        assert_eq!(backlog.next(2, false, t0()), None, "two passes run");
         backlog.ended("ns/c");
         assert_eq!(serve(&mut backlog, 2), keys(&["b"]));
         backlog.ended("ns/a");
@@ -182,13 +323,21 @@ mod tests {
     fn handed_out_keys_count_until_their_pass_starts() {
         let mut backlog = Backlog::default();
         backlog.queue(keys(&["a", "b", "c"]));
-        assert_eq!(backlog.next(2, false), Some("ns/a".into()));
-        assert_eq!(backlog.next(2, false), Some("ns/b".into()));
-        assert_eq!(backlog.next(2, false), None, "two handed out, not started");
+        assert_eq!(backlog.next(2, false, t0()), Some("ns/a".into()));
+        assert_eq!(backlog.next(2, false, t0()), Some("ns/b".into()));
+        assert_eq!(
+            backlog.next(2, false, t0()),
+            None,
+            "two handed out, not started"
+        );
         backlog.started("ns/a");
-        assert_eq!(backlog.next(2, false), None, "one runs, one handed out");
+        assert_eq!(
+            backlog.next(2, false, t0()),
+            None,
+            "one runs, one handed out"
+        );
         backlog.ended("ns/a");
-        assert_eq!(backlog.next(2, false), Some("ns/c".into()));
+        assert_eq!(backlog.next(2, false, t0()), Some("ns/c".into()));
     }
 
     #[test]
@@ -199,28 +348,45 @@ mod tests {
         backlog.queue(keys(&["d", "e"]));
         // A live change waits (its trigger is with the Controller): nothing more is handed
         // out while bulk passes run.
-        assert_eq!(backlog.next(4, true), None);
+        assert_eq!(backlog.next(4, true, t0()), None);
         backlog.ended("ns/a");
         backlog.ended("ns/b");
-        assert_eq!(backlog.next(4, true), None, "ns/c, a bulk pass, still runs");
+        assert_eq!(
+            backlog.next(4, true, t0()),
+            None,
+            "ns/c, a bulk pass, still runs"
+        );
         // The live pass starts (x: not from the backlog) and takes its change.
         backlog.started("ns/x");
         backlog.ended("ns/c");
-        assert_eq!(backlog.next(4, false), Some("ns/d".into()));
+        assert_eq!(backlog.next(4, false, t0()), Some("ns/d".into()));
     }
 
     #[test]
     fn a_steady_stream_of_live_changes_slows_the_backlog_but_never_stops_it() {
         let mut backlog = Backlog::default();
-        backlog.queue(keys(&["a", "b"]));
-        // Live passes run and more changes keep waiting: one bulk pass at a time still goes.
+        backlog.queue(keys(&["a", "b", "c"]));
+        // Live passes run and more changes keep waiting.
         backlog.started("ns/live");
-        assert_eq!(backlog.next(4, true), Some("ns/a".into()));
-        assert_eq!(backlog.next(4, true), None, "one at a time");
+        let t0 = Instant::now();
+        assert_eq!(backlog.next(4, true, t0), None);
+        let later = t0 + STARVING / 2;
+        assert_eq!(backlog.next(4, true, later), None);
+        // Held for STARVING: one bulk pass at a time goes.
+        let starving = t0 + STARVING;
+        assert_eq!(backlog.next(4, true, starving), Some("ns/a".into()));
+        assert_eq!(backlog.next(4, true, starving), None, "one at a time");
         backlog.started("ns/a");
-        assert_eq!(backlog.next(4, true), None);
+        assert_eq!(backlog.next(4, true, starving), None);
         backlog.ended("ns/a");
-        assert_eq!(backlog.next(4, true), Some("ns/b".into()));
+        assert_eq!(backlog.next(4, true, starving), Some("ns/b".into()));
+        // No live change waits any more: the hold is over, and so is its clock.
+        backlog.started("ns/b");
+        backlog.ended("ns/b");
+        backlog.queue(keys(&["d"]));
+        assert_eq!(backlog.next(4, false, starving), Some("ns/c".into()));
+        assert_eq!(backlog.next(4, true, starving), None, "held afresh");
+        assert_eq!(backlog.next(4, false, starving), Some("ns/d".into()));
     }
 
     #[test]
@@ -242,8 +408,8 @@ mod tests {
     fn a_resync_while_the_backlog_is_served_adds_no_duplicates() {
         let mut backlog = Backlog::default();
         backlog.queue(keys(&["a", "b", "c", "d"]));
-        assert_eq!(backlog.next(8, false), Some("ns/a".into()));
-        assert_eq!(backlog.next(8, false), Some("ns/b".into()));
+        assert_eq!(backlog.next(8, false, t0()), Some("ns/a".into()));
+        assert_eq!(backlog.next(8, false, t0()), Some("ns/b".into()));
         backlog.started("ns/a");
         // The resync: a runs (queued again: its pass started before this request), b is
         // handed out and not started (its pass will read the caches as they are then), c and
@@ -259,12 +425,12 @@ mod tests {
     fn nothing_is_lost_when_an_mcs_is_deleted_meanwhile() {
         let mut backlog = Backlog::default();
         backlog.queue(keys(&["a", "b", "c"]));
-        assert_eq!(backlog.next(2, false), Some("ns/a".into()));
-        assert_eq!(backlog.next(2, false), Some("ns/b".into()));
+        assert_eq!(backlog.next(2, false, t0()), Some("ns/a".into()));
+        assert_eq!(backlog.next(2, false, t0()), Some("ns/b".into()));
         // a was deleted: the Controller reports it not found, and its place is free again.
         backlog.not_found("ns/a");
         assert_eq!(backlog.in_flight(), (1, 0));
-        assert_eq!(backlog.next(2, false), Some("ns/c".into()));
+        assert_eq!(backlog.next(2, false, t0()), Some("ns/c".into()));
         backlog.started("ns/b");
         backlog.started("ns/c");
         backlog.ended("ns/b");
@@ -273,7 +439,7 @@ mod tests {
         // One deleted while it waits is forgotten at the resync, or found gone when handed out.
         backlog.queue(keys(&["d", "e", "f"]));
         backlog.retain(|key| key != "ns/d");
-        assert_eq!(backlog.next(1, false), Some("ns/e".into()));
+        assert_eq!(backlog.next(1, false, t0()), Some("ns/e".into()));
         backlog.not_found("ns/e");
         assert_eq!(drain(&mut backlog), keys(&["f"]));
         assert_eq!(backlog.in_flight(), (0, 0));

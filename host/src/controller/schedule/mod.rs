@@ -34,7 +34,7 @@ pub mod retries;
 mod scheduling_tests;
 
 use std::collections::HashSet;
-use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 use futures::channel::mpsc;
@@ -52,7 +52,7 @@ use crate::controller::cache::{Caches, Health, Members};
 use crate::controller::names::{mcs_resource, object_name};
 use crate::controller::pass::{self, chain};
 use crate::controller::{Context, SyncArgs};
-use backlog::Backlog;
+use backlog::Bulk;
 use retries::Retries;
 
 /// How often the membership (and each member's readiness) is refreshed, at most.
@@ -69,84 +69,7 @@ pub struct Shared {
     /// When each MCS's oldest unreconciled watched change was seen.
     changes: Arc<Changes>,
     /// Bulk passes not yet handed to the Controller, and the passes running.
-    backlog: Mutex<Backlog>,
-    /// Wakes the feeder of the backlog: a pass started or ended, an MCS was not found, more
-    /// was queued.
-    feed: tokio::sync::Notify,
-    /// `--workers`.
-    workers: usize,
-}
-
-impl Shared {
-    fn backlog(&self) -> MutexGuard<'_, Backlog> {
-        self.backlog.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Queues a pass of every MCS in `all` (the Controller's store), by name, behind the
-    /// backlog.
-    fn queue_all(&self, all: &[Arc<DynamicObject>]) {
-        let mut keys: Vec<String> = all.iter().map(|m| object_name(m)).collect();
-        keys.sort_unstable();
-        let (added, waiting) = {
-            let mut backlog = self.backlog();
-            let added = backlog.queue(keys);
-            (added, backlog.len())
-        };
-        tracing::debug!(added, waiting, "passes queued in the backlog");
-        self.feed.notify_one();
-    }
-
-    /// The Controller found no MCS `key`: a request for it is answered.
-    fn not_found(&self, key: &str) {
-        self.changes.take(key);
-        self.backlog().not_found(key);
-        self.feed.notify_one();
-    }
-
-    /// Hands the Controller the backlog's next keys while they may go (see [`backlog`]),
-    /// for ever.
-    async fn feed_backlog(&self, to: mpsc::UnboundedSender<ObjectRef<DynamicObject>>) {
-        let resource = mcs_resource();
-        loop {
-            loop {
-                let live_waiting = !self.changes.is_empty();
-                let Some(key) = self.backlog().next(self.workers, live_waiting) else {
-                    break;
-                };
-                let Some((namespace, name)) = key.split_once('/') else {
-                    self.backlog().not_found(&key);
-                    continue;
-                };
-                let reference = ObjectRef::new_with(name, resource.clone()).within(namespace);
-                // Closed only when the Controller is gone, i.e. when syncing stops.
-                if to.unbounded_send(reference).is_err() {
-                    return;
-                }
-            }
-            self.feed.notified().await;
-        }
-    }
-}
-
-/// Tells the backlog a pass started, and that it ended when dropped.
-struct Running<'a> {
-    shared: &'a Shared,
-    key: &'a str,
-}
-
-impl<'a> Running<'a> {
-    fn start(shared: &'a Shared, key: &'a str) -> Running<'a> {
-        shared.backlog().started(key);
-        shared.feed.notify_one();
-        Running { shared, key }
-    }
-}
-
-impl Drop for Running<'_> {
-    fn drop(&mut self) {
-        self.shared.backlog().ended(self.key);
-        self.shared.feed.notify_one();
-    }
+    bulk: Bulk,
 }
 
 /// The longest wait at start for the caches to list once before the first passes; a cache
@@ -221,11 +144,9 @@ pub async fn sync(
         membership: membership.clone(),
         retries: Retries::default(),
         changes: changes.clone(),
-        backlog: Mutex::default(),
-        feed: tokio::sync::Notify::new(),
-        workers: usize::from(args.workers),
+        bulk: Bulk::new(usize::from(args.workers), changes.clone()),
     });
-    let everything = || shared.queue_all(&store.state());
+    let everything = || shared.bulk.queue_all(keys(&store.state()));
     let controller = Controller::for_stream_with(mcs, store.clone(), resource)
         .with_config(controller::Config::default().concurrency(args.workers))
         .reconcile_on(changed)
@@ -234,12 +155,14 @@ pub async fn sync(
         .for_each(|outcome| {
             if let Err(controller::Error::ObjectNotFound(reference)) = &outcome {
                 let namespace = reference.namespace.as_deref().unwrap_or_default();
-                shared.not_found(&format!("{namespace}/{}", reference.name));
+                shared
+                    .bulk
+                    .not_found(&format!("{namespace}/{}", reference.name));
             }
             log_outcome(outcome);
             future::ready(())
         });
-    let feeder = shared.feed_backlog(fed);
+    let feeder = shared.bulk.feed(fed);
     let probe_every = PROBE_INTERVAL.min(args.resync_interval);
     let mut probes =
         tokio::time::interval_at(tokio::time::Instant::now() + probe_every, probe_every);
@@ -290,7 +213,7 @@ pub async fn sync(
                     let Membership { registry, ready } = current(&membership);
                     sweeps.periodic(&ready);
                     sweeps.start(&ctx, &registry);
-                    shared.queue_all(&all);
+                    shared.bulk.queue_all(keys(&all));
                 }
             }
             ctx.metrics.queue_depth(changes.len());
@@ -371,7 +294,7 @@ impl<T> Drop for AbortOnDrop<T> {
 async fn pass(mcs: Arc<DynamicObject>, shared: Arc<Shared>) -> Result<Action, PassError> {
     let key = object_name(&mcs);
     let changed_at = shared.changes.take(&key);
-    let _running = Running::start(&shared, &key);
+    let _running = shared.bulk.running(&key);
     let Membership { registry, ready } = current(&shared.membership);
     let ctx = Context {
         registry,
@@ -480,8 +403,12 @@ fn forget_gone(shared: &Shared, all: &[Arc<DynamicObject>]) {
     let keys: HashSet<String> = all.iter().map(|m| object_name(m)).collect();
     shared.retries.retain(|key| keys.contains(key));
     shared.changes.retain(|key| keys.contains(key));
-    shared.backlog().retain(|key| keys.contains(key));
-    shared.feed.notify_one();
+    shared.bulk.retain(|key| keys.contains(key));
+}
+
+/// The `namespace/name` of every MCS of `all`.
+fn keys(all: &[Arc<DynamicObject>]) -> Vec<String> {
+    all.iter().map(|m| object_name(m)).collect()
 }
 
 /// Background tasks (watches), aborted when dropped.

@@ -161,3 +161,168 @@ async fn triggers_during_a_pass_give_exactly_one_more_pass_after_it() {
     assert_eq!(*passes.started.lock().unwrap(), ["a", "a"]);
     run.abort();
 }
+
+// The backlog ([`super::backlog`]): bulk passes go to the Controller a few at a time, behind
+// live changes.
+
+use crate::controller::cache::triggers::Changes;
+use crate::controller::schedule::backlog::Bulk;
+
+/// What the backlog tests' passes share: the backlog, the live changes, who started, a gate.
+struct BulkPasses {
+    bulk: Bulk,
+    changes: Arc<Changes>,
+    passes: Passes,
+}
+
+/// A Controller built as `mod.rs` builds it (live triggers and the backlog through two
+/// `reconcile_on`, `ObjectNotFound` told to the backlog) with `workers` workers, over a store
+/// holding `names`; each pass takes its change, tells the backlog it runs, records its name and
+/// waits at the gate. Returns the live triggers' sender.
+fn controller_with_backlog(
+    names: &[&str],
+    workers: u16,
+    shared: Arc<BulkPasses>,
+) -> (
+    mpsc::UnboundedSender<ObjectRef<DynamicObject>>,
+    tokio::task::JoinHandle<()>,
+) {
+    let mut writer = Writer::new(mcs_resource());
+    let reader = writer.as_reader();
+    writer.apply_watcher_event(&watcher::Event::Init);
+    for name in names {
+        let mcs = DynamicObject::new(name, &mcs_resource()).within("default");
+        writer.apply_watcher_event(&watcher::Event::InitApply(mcs));
+    }
+    writer.apply_watcher_event(&watcher::Event::InitDone);
+    let (live, on) = mpsc::unbounded();
+    let (fed, from_backlog) = mpsc::unbounded();
+    let outcomes = shared.clone();
+    let run = Controller::for_stream_with(stream::pending(), reader, mcs_resource())
+        .with_config(controller::Config::default().concurrency(workers))
+        .reconcile_on(on)
+        .reconcile_on(from_backlog)
+        .run(
+            |mcs: Arc<DynamicObject>, shared: Arc<BulkPasses>| async move {
+                let name = mcs.metadata.name.clone().unwrap_or_default();
+                let key = format!("default/{name}");
+                shared.changes.take(&key);
+                let _running = shared.bulk.running(&key);
+                shared.passes.started.lock().unwrap().push(name);
+                drop(shared.passes.gate.read().await);
+                Ok::<_, kube::Error>(Action::await_change())
+            },
+            |_, _, _| Action::await_change(),
+            shared.clone(),
+        )
+        .for_each(move |outcome| {
+            if let Err(controller::Error::ObjectNotFound(reference)) = &outcome {
+                outcomes
+                    .bulk
+                    .not_found(&format!("default/{}", reference.name));
+            }
+            async {}
+        });
+    let run = tokio::spawn(async move {
+        tokio::select! {
+            () = run => {}
+            () = shared.bulk.feed(fed) => {}
+        }
+    });
+    (live, run)
+}
+
+fn bulk_passes(workers: u16) -> Arc<BulkPasses> {
+    let changes = Arc::new(Changes::default());
+    Arc::new(BulkPasses {
+        bulk: Bulk::new(usize::from(workers), changes.clone()),
+        changes,
+        passes: Passes::default(),
+    })
+}
+
+fn keys(names: &[&str]) -> Vec<String> {
+    names.iter().map(|n| format!("default/{n}")).collect()
+}
+
+/// Lets the runtime run until everything started has ended (the gate is open).
+async fn let_all_run() {
+    for _ in 0..16 {
+        let_others_run().await;
+    }
+}
+
+const NAMES: [&str; 6] = ["m0", "m1", "m2", "m3", "m4", "m5"];
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_live_change_starts_before_the_backlog_and_satisfies_its_place_in_it() {
+    let shared = bulk_passes(1);
+    let (live, run) = controller_with_backlog(&NAMES, 1, shared.clone());
+    let closed = shared.passes.gate.write().await;
+    // Queued out of order: served by name.
+    shared
+        .bulk
+        .queue_all(keys(&["m5", "m3", "m4", "m0", "m1", "m2"]));
+    let_others_run().await;
+    assert_eq!(*shared.passes.started.lock().unwrap(), ["m0"]);
+    // A live change of m5, the last of the backlog, while m0's pass runs.
+    shared.changes.seen("default/m5", std::time::Instant::now());
+    live.unbounded_send(reference("m5")).unwrap();
+    drop(closed);
+    let_all_run().await;
+    assert_eq!(
+        *shared.passes.started.lock().unwrap(),
+        ["m0", "m5", "m1", "m2", "m3", "m4"],
+        "m5 next, and not again"
+    );
+    assert!(shared.bulk.is_empty());
+    run.abort();
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn an_mcs_deleted_while_queued_loses_nothing_and_keeps_no_worker() {
+    let shared = bulk_passes(1);
+    let (_live, run) = controller_with_backlog(&NAMES[..3], 1, shared.clone());
+    // "gone" and "m00" are not in the Controller's store (deleted since the resync read it):
+    // the Controller reports them not found, and the next ones go.
+    shared
+        .bulk
+        .queue_all(keys(&["m2", "gone", "m1", "m00", "m0"]));
+    let_all_run().await;
+    assert_eq!(*shared.passes.started.lock().unwrap(), ["m0", "m1", "m2"]);
+    shared.bulk.queue_all(keys(&["m1"]));
+    let_all_run().await;
+    assert_eq!(
+        *shared.passes.started.lock().unwrap(),
+        ["m0", "m1", "m2", "m1"],
+        "the one worker is free"
+    );
+    run.abort();
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_resync_while_the_backlog_is_served_adds_no_second_pass() {
+    let shared = bulk_passes(2);
+    let (_live, run) = controller_with_backlog(&NAMES, 2, shared.clone());
+    let closed = shared.passes.gate.write().await;
+    shared.bulk.queue_all(keys(&NAMES));
+    let_others_run().await;
+    let running: Vec<String> = shared.passes.started.lock().unwrap().clone();
+    assert_eq!(running.len(), 2, "two workers");
+    // The resync: the two running passes started before it and go again, at the end; the
+    // rest waits already.
+    shared.bulk.queue_all(keys(&NAMES));
+    drop(closed);
+    let_all_run().await;
+    let started = shared.passes.started.lock().unwrap().clone();
+    assert_eq!(started.len(), NAMES.len() + 2, "{started:?}");
+    let mut first: Vec<&str> = started[..NAMES.len()].iter().map(String::as_str).collect();
+    first.sort_unstable();
+    assert_eq!(first, NAMES);
+    let mut again = started[NAMES.len()..].to_vec();
+    again.sort_unstable();
+    let mut ran_first = running;
+    ran_first.sort_unstable();
+    assert_eq!(again, ran_first);
+    run.abort();
+}
