@@ -1,6 +1,6 @@
 //! The `/_sim/` admin API tests use to steer the server: fault injection, ending watches,
-//! simulated unreachability, compaction, the request log, a state dump and a reset. Never needs
-//! a token, never faulted, never logged.
+//! simulated unreachability, a restart, compaction, the request log, a state dump and a reset.
+//! Never needs a token, never faulted, never logged.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -26,6 +26,7 @@ pub fn router() -> Router<Arc<App>> {
         )
         .route("/drop-watches", post(drop_watches))
         .route("/unreachable", post(set_unreachable).get(unreachable_state))
+        .route("/restart", post(restart))
         .route("/state", get(state))
         .route("/reset", post(reset))
         .route("/compact", post(compact))
@@ -101,6 +102,32 @@ async fn set_unreachable(State(app): State<Arc<App>>, body: Bytes) -> Response {
         _ => return bad_request("give either a non-negative \"seconds\" or \"on\"".to_owned()),
     }
     tracing::info!(?request, "reachability changed");
+    unreachable_state(State(app)).await
+}
+
+/// `{"seconds": S}`: the API server restarts, down for S seconds.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Restart {
+    seconds: f64,
+}
+
+/// Restarts the API server as kube-apiserver restarts over the same etcd: open watches are cut,
+/// every request is refused for `seconds`, the objects stay, and the new watch caches start at
+/// the current revision, so a watch resuming from an older resourceVersion gets 410 Expired
+/// and must list again.
+async fn restart(State(app): State<Arc<App>>, body: Bytes) -> Response {
+    let request: Restart = match serde_json::from_slice(&body) {
+        Ok(request) => request,
+        Err(e) => return bad_request(format!("expected {{\"seconds\": S}}: {e}")),
+    };
+    if !(request.seconds.is_finite() && request.seconds >= 0.0) {
+        return bad_request("\"seconds\" must be a non-negative number".to_owned());
+    }
+    app.network
+        .set_unreachable(Some(Duration::from_secs_f64(request.seconds)));
+    app.write().restart_watch_caches();
+    tracing::info!(?request, "restarting");
     unreachable_state(State(app)).await
 }
 

@@ -12,7 +12,9 @@
 //!   at a revision is the current state with the later changes undone.
 //!
 //! Compaction (`POST /_sim/compact`, and periodically like `--etcd-compaction-interval`)
-//! forgets what only snapshots needed, which keeps memory bounded in long runs.
+//! forgets what only snapshots needed, which keeps memory bounded in long runs. A restart
+//! (`POST /_sim/restart`) empties the window, which starts again at the current revision, as a
+//! restarted kube-apiserver's watch cache does; snapshots, which etcd serves, are kept.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
@@ -79,6 +81,9 @@ pub struct History {
     window: Window,
     /// The resourceVersion the resource's cache started at (nothing before it is known).
     start: u64,
+    /// The resourceVersion the current watch cache started at: `start`, or the revision of
+    /// the last restart (its list's resourceVersion, `watchCache.listResourceVersion`).
+    cache_start: u64,
 }
 
 impl History {
@@ -87,7 +92,15 @@ impl History {
             log: VecDeque::new(),
             window: Window::new(window),
             start,
+            cache_start: start,
         }
+    }
+
+    /// The API server restarted at revision `at`: its new watch cache holds no event, and
+    /// watches can resume only from `at` on.
+    pub fn restart(&mut self, at: u64) {
+        self.window.restart();
+        self.cache_start = at;
     }
 
     /// The resourceVersion the resource's cache started at.
@@ -124,7 +137,7 @@ impl History {
     fn oldest(&self) -> u64 {
         match self.log.get(self.window_start()) {
             Some(first) if self.window.evicted() => first.resource_version - 1,
-            _ => self.start,
+            _ => self.cache_start,
         }
     }
 
@@ -215,6 +228,20 @@ mod tests {
         assert_eq!(rvs(&history.events_since(14).unwrap()), vec![15, 20]);
         assert_eq!(rvs(&history.events_since(15).unwrap()), vec![20]);
         assert!(history.events_since(99).unwrap().is_empty());
+    }
+
+    #[test]
+    fn after_a_restart_watches_resume_only_from_the_restart_revision() {
+        let mut history = History::new(10, WindowPolicy::Fixed(100));
+        history.record(change(11, EventType::Added, "a", None), 0);
+        history.record(change(12, EventType::Modified, "a", Some(11)), 0);
+        history.restart(15);
+        let too_old = history.events_since(12).unwrap_err();
+        assert_eq!(too_old.message(), "too old resource version: 12 (15)");
+        assert!(history.events_since(15).unwrap().is_empty());
+        history.record(change(16, EventType::Modified, "a", Some(12)), 0);
+        assert_eq!(rvs(&history.events_since(15).unwrap()), vec![16]);
+        assert_eq!(history.start(), 10, "snapshots are etcd's: kept");
     }
 
     #[test]

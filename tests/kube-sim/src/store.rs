@@ -371,6 +371,18 @@ impl Store {
         self.compacted
     }
 
+    /// The API server restarted: every resource's watch cache starts again, empty, at the
+    /// current revision, so a watch from an older resourceVersion gets 410 Expired (`too old
+    /// resource version: R (CURRENT)`), as kube-apiserver answers after a restart. Objects and
+    /// the states at older revisions (etcd's) are kept.
+    pub fn restart_watch_caches(&mut self) {
+        let current = self.resource_version;
+        for store in self.resources.values_mut() {
+            store.history.restart(current);
+            store.cache_rv.store(current, Ordering::Relaxed);
+        }
+    }
+
     /// Every stored object, by resource (`plural` or `plural.group`).
     pub fn dump(&self) -> BTreeMap<String, Vec<Arc<Value>>> {
         let dumped = self.resources.iter().filter(|(_, s)| !s.objects.is_empty());

@@ -54,6 +54,11 @@ impl Window {
         }
     }
 
+    /// Empties the window, as a restarted API server's new watch cache starts empty.
+    pub fn restart(&mut self) {
+        *self = Self::new(self.policy);
+    }
+
     /// How many of the newest events the window holds.
     pub fn len(&self) -> usize {
         self.len

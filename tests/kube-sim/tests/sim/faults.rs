@@ -253,3 +253,71 @@ async fn state_dumps_objects_and_reset_returns_to_a_fresh_cluster() {
     let new_rv: u64 = created.metadata.resource_version.unwrap().parse().unwrap();
     assert!(new_rv > rv, "resourceVersions keep growing across a reset");
 }
+
+#[tokio::test]
+async fn a_restart_cuts_watches_keeps_the_data_and_expires_older_resource_versions() {
+    let (sim, maps) = sim_with_config_map().await;
+    let rv_of = |map: &ConfigMap| map.metadata.resource_version.clone().unwrap();
+    let before = rv_of(&maps.get("c").await.unwrap());
+    // Another write: the revision moves past the map's.
+    let other = maps
+        .create(&PostParams::default(), &config_map("d"))
+        .await
+        .unwrap();
+    let current = rv_of(&other);
+    let watches = "/api/v1/namespaces/default/configmaps?watch=true&timeoutSeconds=60";
+    let watching = {
+        let (address, path) = (sim.address.clone(), watches.to_owned());
+        tokio::spawn(async move { crate::support::raw_get(&address, &path).await })
+    };
+    sim.wait_for_open_watches(1).await;
+
+    let state = sim.admin("/_sim/restart", json!({"seconds": 1})).await;
+    assert_eq!(state["unreachable"], true);
+    let cut = tokio::time::timeout(Duration::from_secs(10), watching)
+        .await
+        .expect("the watch ends")
+        .unwrap()
+        .unwrap();
+    assert!(!cut.complete, "open watches are cut, not ended cleanly");
+    assert!(maps.get("c").await.is_err(), "down while restarting");
+    eventually("the server to be back", || async {
+        maps.get("c").await.is_ok()
+    })
+    .await;
+    assert_eq!(rv_of(&maps.get("c").await.unwrap()), before, "data kept");
+
+    // What kube-apiserver's new watch cache answers (recorded: 17-watch-expired).
+    let path = format!("{watches}&resourceVersion={before}&allowWatchBookmarks=true");
+    let old = sim.get(&path).await;
+    assert_eq!(old.status, 200);
+    let events = old.events();
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(events[0]["type"], "ERROR");
+    assert_eq!(events[0]["object"]["code"], 410);
+    assert_eq!(events[0]["object"]["reason"], "Expired");
+    assert_eq!(
+        events[0]["object"]["message"],
+        format!("too old resource version: {before} ({current})")
+    );
+    // From the restart's revision on, watches resume.
+    let resumed = {
+        let (address, path) = (
+            sim.address.clone(),
+            format!("{watches}&resourceVersion={current}"),
+        );
+        tokio::spawn(async move { crate::support::raw_get(&address, &path).await })
+    };
+    sim.wait_for_open_watches(1).await;
+    maps.create(&PostParams::default(), &config_map("e"))
+        .await
+        .unwrap();
+    sim.admin("/_sim/drop-watches", json!({})).await;
+    let reply = resumed.await.unwrap().unwrap();
+    let names: Vec<_> = reply
+        .events()
+        .iter()
+        .map(|e| (e["type"].clone(), e["object"]["metadata"]["name"].clone()))
+        .collect();
+    assert_eq!(names, [(json!("ADDED"), json!("e"))]);
+}
