@@ -134,6 +134,13 @@ pub fn writes(
         if label(&h.slice.labels, MC_SOURCE_CLUSTER_LABEL).is_some_and(|s| kept.contains(s)) {
             continue;
         }
+        if h.uid.is_empty() {
+            out.notes.push(format!(
+                "EndpointSlice {namespace}/{} has no uid to delete it on: left as it is",
+                h.slice.name
+            ));
+            continue;
+        }
         out.delete.push(DeletePrecondition {
             name: h.slice.name.clone(),
             uid: h.uid.clone(),

@@ -767,3 +767,47 @@ fn a_service_export_must_be_named_as_a_service() {
         ))
     );
 }
+
+#[test]
+fn a_slice_of_ours_read_without_a_uid_is_not_deleted() {
+    let mut held = slice("web-member1-0000000000000000", "10.0.0.1");
+    held.labels = vec![
+        (
+            "endpointslice.kubernetes.io/managed-by".into(),
+            crate::filter::CLUSTERSET_MANAGER.into(),
+        ),
+        (
+            "multicluster.kubernetes.io/service-name".into(),
+            NAME.into(),
+        ),
+        (
+            "multicluster.kubernetes.io/source-cluster".into(),
+            "gone".into(),
+        ),
+    ];
+    let mut with_uid = held.clone();
+    with_uid.name = "web-gone-1".into();
+    let b = Held {
+        imported: vec![
+            ImportedSlice {
+                slice: held,
+                uid: String::new(),
+                resource_version: "1".into(),
+            },
+            ImportedSlice {
+                slice: with_uid,
+                uid: "u".into(),
+                resource_version: "2".into(),
+            },
+        ],
+        ..Held::default()
+    };
+    let d = pass(vec![member("b", b)]);
+    let names: Vec<&str> = d.members[0]
+        .delete_slices
+        .iter()
+        .map(|p| p.name.as_str())
+        .collect();
+    assert_eq!(names, ["web-gone-1"]);
+    assert_eq!(d.members[0].notes.len(), 1);
+}
