@@ -9,8 +9,10 @@ use serde_json::{Value, json};
 
 use crate::registry::{GenerationPolicy, ResourceType, Special};
 use crate::status::ApiError;
+use crate::types::field;
 
 const KIND: &str = "CustomResourceDefinition";
+const GROUP: &str = "apiextensions.k8s.io";
 
 /// Defaults, checks and the strategy's status for a CRD being written; `previous_status` is
 /// the live status (null on create).
@@ -88,6 +90,17 @@ pub fn resource_types(crd: &Value) -> Result<Vec<ResourceType>, ApiError> {
             "Required value: must have at least one version",
         )
     })?;
+    let mut schema_errors = Vec::new();
+    for (i, version) in versions.iter().enumerate() {
+        let schema = &version["schema"]["openAPIV3Schema"];
+        if schema.is_object() {
+            let path = format!("spec.versions[{i}].schema.openAPIV3Schema");
+            schema_errors.extend(super::structural::errors(schema, &path));
+        }
+    }
+    if let Some(error) = field::invalid(GROUP, KIND, name, &schema_errors) {
+        return Err(error);
+    }
     let names = &spec["names"];
     let singular = names["singular"]
         .as_str()

@@ -1,7 +1,8 @@
 //! CustomResourceDefinitions and the custom resources they define, modelled on
 //! apiextensions-apiserver:
 //!
-//! - `definition`: the CRD object (defaults, status, the resource types it serves);
+//! - `definition`: the CRD object (defaults, status, the resource types it serves), with
+//!   `structural`: whether each version's schema is one the apiserver accepts;
 //! - `controllers`-like step [`sync`]: serving what a stored CRD defines and establishing it,
 //!   as the naming and establishing controllers do;
 //! - `resource`: the custom resource strategy (decode, validate, warnings), built on
@@ -16,6 +17,7 @@ mod listtype;
 mod prune;
 pub mod resource;
 mod schema;
+mod structural;
 mod validate;
 
 pub use definition::{prepare, resource_types};

@@ -607,3 +607,35 @@ async fn the_crds_refuse_what_the_schemas_refuse_with_the_real_servers_messages(
         .await;
     assert_eq!(namespaced.status, 404);
 }
+
+#[tokio::test]
+async fn a_crd_whose_schema_the_apiserver_would_refuse_is_refused() {
+    let sim = Sim::start().await;
+    // The ServiceImport CRD with its v1beta1 conditions keyed by a `type` no longer required.
+    let mut crd = shipped_crd("multicluster.x-k8s.io_serviceimports.yaml");
+    let items = &mut crd["spec"]["versions"][1]["schema"]["openAPIV3Schema"]["properties"]["status"]
+        ["properties"]["conditions"]["items"];
+    items["required"] = json!(["lastTransitionTime", "message", "reason", "status"]);
+    let reply = post(
+        &sim,
+        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+        &crd,
+    )
+    .await;
+    assert_eq!(reply.status, 422, "{}", reply.body);
+    let field = "spec.versions[1].schema.openAPIV3Schema.properties[status].properties[conditions].items.properties[type].default";
+    let detail = "Required value: this property is in x-kubernetes-list-map-keys, so it must have a default or be a required property";
+    assert_eq!(
+        reply.json()["message"],
+        format!(
+            "CustomResourceDefinition.apiextensions.k8s.io \"serviceimports.multicluster.x-k8s.io\" is invalid: {field}: {detail}"
+        )
+    );
+    assert_eq!(
+        reply.json()["details"]["causes"],
+        json!([{"reason": "FieldValueRequired", "message": detail, "field": field}])
+    );
+    // Not served: nothing was stored.
+    let served = sim.get("/apis/multicluster.x-k8s.io/v1beta1").await;
+    assert_eq!(served.status, 404);
+}
