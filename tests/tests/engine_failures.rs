@@ -63,6 +63,50 @@ fn an_infinite_loop_is_stopped_at_its_budget() {
     assert!(err.to_string().contains("time budget"), "{err}");
 }
 
+/// `clusterset-decide` runs under the same budget, memory cap and trap handling as every call.
+#[test]
+fn clusterset_decide_is_bounded_like_every_call() {
+    use mcs_policy::engine::types::ClustersetRead;
+    let engine = hostile();
+    let read = |name: &str| ClustersetRead {
+        namespace: "shop".into(),
+        name: name.into(),
+        now: "2026-11-29T10:00:00Z".into(),
+        members: vec![],
+    };
+    let started = Instant::now();
+    let err = engine
+        .clusterset_decide(&read("loop"), Duration::from_millis(200))
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            EngineError::Timeout {
+                function: "clusterset-decide",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(2));
+    let err = engine
+        .clusterset_decide(&read("oom"), Duration::from_secs(5))
+        .unwrap_err();
+    assert!(matches!(err, EngineError::MemoryLimit { .. }), "{err}");
+    let err = engine
+        .clusterset_decide(&read("trap"), Duration::from_secs(5))
+        .unwrap_err();
+    assert!(matches!(err, EngineError::Trap { .. }), "{err}");
+    // And it keeps answering.
+    let answer = engine
+        .clusterset_decide(&read("web"), Duration::from_secs(5))
+        .unwrap();
+    assert_eq!(
+        answer,
+        Err("the hostile component decides nothing".to_string())
+    );
+}
+
 #[test]
 fn a_memory_bomb_hits_the_memory_cap() {
     let engine = hostile();
