@@ -194,3 +194,46 @@ async fn kubectl_applies_a_crd_and_serves_its_objects() {
     let listed = kubectl.run(&["get", "multiclusterservices"]).await;
     assert!(listed.lines().any(|l| l.starts_with("web ")), "{listed}");
 }
+
+#[tokio::test]
+async fn kubectl_applies_the_upstream_mcs_api_crds_and_finds_them_by_short_name() {
+    let sim = Sim::start().await;
+    let kubectl = Kubectl::new(&sim);
+    let crds = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../policies/crds");
+    let files: Vec<String> = [
+        "multicluster.x-k8s.io_serviceexports.yaml",
+        "multicluster.x-k8s.io_serviceimports.yaml",
+        "about.k8s.io_clusterproperties.yaml",
+    ]
+    .iter()
+    .map(|f| crds.join(f).to_string_lossy().into_owned())
+    .collect();
+    // As docs/deploying.md has the user install them by hand.
+    let applied = kubectl
+        .run(&["apply", "-f", &files[0], "-f", &files[1], "-f", &files[2]])
+        .await;
+    assert_eq!(
+        applied.lines().collect::<Vec<_>>(),
+        [
+            "customresourcedefinition.apiextensions.k8s.io/serviceexports.multicluster.x-k8s.io created",
+            "customresourcedefinition.apiextensions.k8s.io/serviceimports.multicluster.x-k8s.io created",
+            "customresourcedefinition.apiextensions.k8s.io/clusterproperties.about.k8s.io created",
+        ]
+    );
+    let export = kubectl.file(
+        "export.yaml",
+        "apiVersion: multicluster.x-k8s.io/v1beta1\nkind: ServiceExport\nmetadata:\n  name: web\n",
+    );
+    assert_eq!(
+        kubectl
+            .run(&["apply", "--server-side", "-f", &export])
+            .await
+            .trim(),
+        "serviceexport.multicluster.x-k8s.io/web serverside-applied"
+    );
+    // Short names resolve through discovery, to the preferred version.
+    let fetched = kubectl.json(&["get", "svcex", "web", "-o", "json"]).await;
+    assert_eq!(fetched["apiVersion"], "multicluster.x-k8s.io/v1beta1");
+    let none = kubectl.run(&["get", "svcim", "-A", "-o", "name"]).await;
+    assert_eq!(none.trim(), "");
+}
