@@ -2,15 +2,20 @@
 # Scale benchmark of the sync controller (`mcs-policy sync`) against kube-sim clusters:
 # propagation latency and API requests per write with 10 clusters, then cold-start
 # convergence of 20 members x 1,000 MultiClusterServices x 2 EndpointSlices, the controller's
-# RSS, heap and cached objects, and one resync at rest (requests, CPU). See BENCHMARKS.md.
+# RSS, heap and cached objects, and one resync at rest (requests, CPU); phase `live`: a provider
+# change made during that cold start, timed to every consumer. See BENCHMARKS.md.
 #
 # Sizes and settings come from the environment (defaults in brackets):
 #   SYNC_BENCH_LATENCY_MEMBERS [9]  SYNC_BENCH_LATENCY_MCS [10]  SYNC_BENCH_WRITES [300]
 #   SYNC_BENCH_MEMBERS [20]  SYNC_BENCH_MCS [1000]  SYNC_BENCH_WORKERS [8,32]
 #   SYNC_BENCH_RESYNC [30s]  SYNC_BENCH_TIMEOUT [120] (seconds)
-#   SYNC_BENCH_PHASES [latency,cold]  SYNC_BENCH_LOG [info] (the controller's RUST_LOG)
+#   SYNC_BENCH_PHASES [latency,cold] (any of latency,cold,live)
+#   SYNC_BENCH_LOG [info] (the controller's RUST_LOG)
+#   SYNC_BENCH_LIVE_AFTER [2] (seconds after the controller's start the live phase's change is made)
 #   SYNC_BENCH_LATENCY_MEMBERS takes a list (2,9,20: one latency run per size)
 #   SYNC_BENCH_BIN [target/release/mcs-policy]: the controller binary (compare builds)
+#   SYNC_BENCH_BASELINE_BIN []: a second controller binary the live phase also runs, for a side
+#     by side comparison in one run (e.g. an earlier commit built in a git worktree)
 #   SYNC_BENCH_ARGS []: more `mcs-policy sync` flags (compare settings, e.g. --runtime-threads 2)
 # e.g. a quick run: SYNC_BENCH_MEMBERS=5 SYNC_BENCH_MCS=100 SYNC_BENCH_WORKERS=8 scripts/bench-sync.sh
 # Extra arguments go to `cargo bench`.

@@ -14,6 +14,13 @@
 //! 3. **Resync at rest** (the cold start's fleet, once converged): the API requests and the
 //!    controller CPU of one `--resync-interval` window holding one resync of every MCS, with
 //!    nothing changed.
+//! 4. **A live change during a cold start** (phase `live`; the cold start's sizes, the first
+//!    of `SYNC_BENCH_WORKERS`): `SYNC_BENCH_LIVE_AFTER` seconds after the controller starts,
+//!    a PUT gives a native slice of the last MCS (the last in name order, the order the
+//!    backlog serves) a new address; timed from just before the PUT until every consumer's
+//!    watch shows the copy with it, beside the time until every copy is in place. Run for
+//!    `SYNC_BENCH_BIN` and then, when set, for `SYNC_BENCH_BASELINE_BIN` (e.g. a build of an
+//!    earlier commit), each on a fresh fleet.
 //!
 //! The controller is `SYNC_BENCH_BIN` when set (to compare builds side by side), else the
 //! workspace's release `mcs-policy`.
@@ -22,7 +29,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -60,8 +67,14 @@ struct Settings {
     resync: String,
     /// `SYNC_BENCH_TIMEOUT` seconds: the cold start gives up after this long (120).
     timeout: Duration,
-    /// `SYNC_BENCH_PHASES`: `latency`, `cold` or both (`latency,cold`).
+    /// `SYNC_BENCH_PHASES`: any of `latency`, `cold`, `live`, comma-separated
+    /// (`latency,cold`).
     phases: String,
+    /// `SYNC_BENCH_LIVE_AFTER` seconds: when the live phase's change is made, from the
+    /// controller's start (2).
+    live_after: Duration,
+    /// `SYNC_BENCH_BASELINE_BIN`: a second binary the live phase runs too (none).
+    baseline: Option<PathBuf>,
     /// `SYNC_BENCH_LOG`: the controller's `RUST_LOG` (`info`).
     log: String,
     /// `SYNC_BENCH_BIN`: the `mcs-policy` binary to run (default: the workspace's).
@@ -99,6 +112,12 @@ impl Settings {
             resync: var("SYNC_BENCH_RESYNC", "30s"),
             timeout: Duration::from_secs(num("SYNC_BENCH_TIMEOUT", 120) as u64),
             phases: var("SYNC_BENCH_PHASES", "latency,cold"),
+            live_after: Duration::from_secs_f64(
+                var("SYNC_BENCH_LIVE_AFTER", "2")
+                    .parse()
+                    .expect("SYNC_BENCH_LIVE_AFTER: seconds"),
+            ),
+            baseline: std::env::var_os("SYNC_BENCH_BASELINE_BIN").map(PathBuf::from),
             log: var("SYNC_BENCH_LOG", "info"),
             bin: std::env::var_os("SYNC_BENCH_BIN")
                 .map_or_else(|| binary("mcs-policy"), PathBuf::from),
@@ -130,6 +149,13 @@ async fn main() {
             rows.push(cold_start(&settings, workers).await);
         }
         print_cold_table(&settings, &rows);
+    }
+    if settings.phases.contains("live") {
+        let mut rows = vec![live(&settings, &settings.bin).await];
+        if let Some(baseline) = &settings.baseline {
+            rows.push(live(&settings, baseline).await);
+        }
+        print_live_table(&settings, &rows);
     }
 }
 
@@ -204,11 +230,16 @@ impl Fleet {
 
     /// Starts `mcs-policy sync` over every cluster, its stderr in `<dir>/controller.log`.
     fn start_controller(&mut self, workers: u16, settings: &Settings) {
+        self.start_binary(&settings.bin, workers, settings);
+    }
+
+    /// [`Fleet::start_controller`] with the binary `bin`.
+    fn start_binary(&mut self, bin: &Path, workers: u16, settings: &Settings) {
         let mut contexts = vec![("hub", self.hub.as_str())];
         contexts.extend(self.members.iter().map(|(n, u)| (n.as_str(), u.as_str())));
         let kubeconfig = write_kubeconfig(&self.dir, &contexts);
         let log = File::create(self.log_path()).unwrap();
-        let child = Command::new(&settings.bin)
+        let child = Command::new(bin)
             .arg("sync")
             .arg("--kubeconfig")
             .arg(&kubeconfig)
@@ -1004,6 +1035,152 @@ fn print_cold_table(settings: &Settings, rows: &[ColdRow]) {
             r.rss_kib / 1024,
             r.controller_cpu,
             r.sims_cpu
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 4. A live change during a cold start
+
+/// One cold start with a live change.
+struct LiveRow {
+    bin: PathBuf,
+    /// Until every expected copy was in every consumer.
+    copies: Option<Duration>,
+    /// When the change was made, from the controller's start.
+    changed_at: Duration,
+    /// Consumers that held the changed slice's copy (the old address) when the change was made.
+    copied_before: usize,
+    consumers: usize,
+    /// From the change to the first and to the last consumer showing it.
+    first: Option<Duration>,
+    all: Option<Duration>,
+}
+
+/// A cold start of `bin` with one provider slice changed [`Settings::live_after`] into it.
+async fn live(settings: &Settings, bin: &Path) -> LiveRow {
+    let ns = "bench";
+    let workers = settings.workers[0];
+    let mut fleet = Fleet::start("live", settings.members).await;
+    let all = workload(settings.mcs, settings.members);
+    let members = fleet.members.len();
+    println!(
+        "\n== live change during a cold start: hub + {members} members, {} MCS x 2 slices, --workers {workers}; {}",
+        all.len(),
+        bin.display()
+    );
+    fleet.ensure_namespace(ns).await;
+    preload(&fleet.http, preload_requests(&fleet, ns, &all, &["a", "b"])).await;
+    let mut missing = expected_copies(&fleet, &all);
+    let mut left: usize = missing.iter().map(HashSet::len).sum();
+    let mut events = fleet.watch_copies(ns).await;
+    // The last MCS by name: the backlog serves the MCSs in name order.
+    let changed = all.last().expect("at least one MCS");
+    let slice = format!("{}-a", changed.name);
+    let copy = copy_name(&fleet, changed.provider, &slice);
+    let new_address = address(2_000_000);
+    let body = native_slice_of(&ObjectRef::new(ns, &changed.name), &slice, &new_address);
+    let (url, path) = (
+        fleet.member_url(changed.provider).to_string(),
+        format!("{}/{slice}", slices_path(ns)),
+    );
+    fleet.start_binary(bin, workers, settings);
+    let start = Instant::now();
+    let deadline = start + settings.timeout;
+    let http = fleet.http.clone();
+    let change_at = start + settings.live_after;
+    let change = tokio::spawn(async move {
+        tokio::time::sleep_until(tokio::time::Instant::from_std(change_at)).await;
+        let at = Instant::now();
+        put(&http, &url, &path, &body).await;
+        at
+    });
+    let mut waiting: HashSet<usize> = consumers(members, changed.provider).collect();
+    let consumers_count = waiting.len();
+    let mut copies = Copies::default();
+    let mut seen_at: Vec<Instant> = Vec::new();
+    let mut copies_done = None;
+    let mut copied_before = None;
+    while left > 0 || !waiting.is_empty() {
+        let Some(event) = next_before(&mut events, deadline).await else {
+            break;
+        };
+        if copied_before.is_none() && change.is_finished() {
+            copied_before = Some(
+                consumers(members, changed.provider)
+                    .filter(|c| copies.has(&(*c, copy.clone())))
+                    .count(),
+            );
+        }
+        copies.record(&event);
+        if (event.kind == "ADDED" || event.kind == "MODIFIED")
+            && missing[event.tag].remove(&event.name)
+        {
+            left -= 1;
+            if left == 0 {
+                copies_done = Some(event.at - start);
+            }
+        }
+        if copies.address(event.tag, &copy) == Some(new_address.as_str())
+            && waiting.remove(&event.tag)
+        {
+            seen_at.push(event.at);
+        }
+    }
+    let changed_at = change.await.expect("the change was made");
+    let after = |at: Option<&Instant>| at.map(|at| at.saturating_duration_since(changed_at));
+    let row = LiveRow {
+        bin: bin.to_path_buf(),
+        copies: copies_done,
+        changed_at: changed_at - start,
+        copied_before: copied_before.unwrap_or(0),
+        consumers: consumers_count,
+        first: after(seen_at.first()),
+        all: if waiting.is_empty() {
+            after(seen_at.last())
+        } else {
+            None
+        },
+    };
+    let secs =
+        |d: Option<Duration>| d.map_or("-".to_string(), |d| format!("{:.2} s", d.as_secs_f64()));
+    println!(
+        "changed {ns}/{slice} (MCS {}) {:.2} s after the controller's start, when {} of {} consumers held its copy; first consumer showed it after {}, all after {}; every copy in place after {}",
+        changed.name,
+        row.changed_at.as_secs_f64(),
+        row.copied_before,
+        row.consumers,
+        secs(row.first),
+        secs(row.all),
+        secs(row.copies)
+    );
+    row
+}
+
+fn print_live_table(settings: &Settings, rows: &[LiveRow]) {
+    let secs =
+        |d: Option<Duration>| d.map_or("-".to_string(), |d| format!("{:.2} s", d.as_secs_f64()));
+    println!(
+        "\n== live change during a cold start, summary: {} members, {} MCS x 2 slices, --workers {}, the change {:.1} s after the start",
+        settings.members,
+        settings.mcs,
+        settings.workers[0],
+        settings.live_after.as_secs_f64()
+    );
+    println!(
+        "| controller | every copy in place | change made at | consumers with the copy then | change in the first consumer | change in every consumer |"
+    );
+    println!("| --- | --- | --- | --- | --- | --- |");
+    for r in rows {
+        println!(
+            "| {} | {} | {:.2} s | {}/{} | {} | {} |",
+            r.bin.display(),
+            secs(r.copies),
+            r.changed_at.as_secs_f64(),
+            r.copied_before,
+            r.consumers,
+            secs(r.first),
+            secs(r.all)
         );
     }
 }
