@@ -35,6 +35,13 @@ proptest! {
     ) {
         targets::structured(&bytes);
     }
+
+    #[test]
+    fn component_and_native_guest_agree_on_random_clusterset_calls(
+        bytes in proptest::collection::vec(any::<u8>(), 0..3000)
+    ) {
+        targets::clusterset(&bytes);
+    }
 }
 
 #[test]

@@ -3,7 +3,8 @@
 //! call and the property.
 
 use guest::filter::{
-    DISPATCH_MANAGER, MANAGED_BY_LABEL, PROVISION_CLUSTER_ANNOTATION, SERVICE_NAME_LABEL,
+    DISPATCH_MANAGER, MANAGED_BY_LABEL, MC_SERVICE_NAME_LABEL, MC_SOURCE_CLUSTER_LABEL,
+    PROVISION_CLUSTER_ANNOTATION, SERVICE_NAME_LABEL,
 };
 use mcs_policy::engine::convert;
 use mcs_policy::engine::types as h;
@@ -19,6 +20,7 @@ macro_rules! ensure {
     };
 }
 
+mod clusterset;
 mod sync;
 
 /// Checks the properties of `answer` to `call`.
@@ -40,6 +42,9 @@ pub fn check(call: &Call, answer: &Answer) {
             ensure!(call, !message.is_empty(), "a decode error says why")
         }
         (Call::Conclude { .. }, Answer::Conclude(update)) => sync::conclude(call, update),
+        (Call::ClustersetDecide { read }, Answer::ClustersetDecide(answer)) => {
+            clusterset::decide(call, read, answer)
+        }
         _ => {}
     }
 }
@@ -206,9 +211,11 @@ fn filter(call: &Call, copies: &[h::EndpointSlice]) {
             copy.labels
                 == [
                     (MANAGED_BY_LABEL.to_string(), DISPATCH_MANAGER.to_string()),
-                    (SERVICE_NAME_LABEL.to_string(), mcs.name.clone())
+                    (SERVICE_NAME_LABEL.to_string(), mcs.name.clone()),
+                    (MC_SERVICE_NAME_LABEL.to_string(), mcs.name.clone()),
+                    (MC_SOURCE_CLUSTER_LABEL.to_string(), source_cluster.clone()),
                 ],
-            "a copy carries exactly the dispatch labels, in key order: {:?}",
+            "a copy carries exactly the dispatch and MCS API labels, in key order: {:?}",
             copy.labels
         );
         ensure!(

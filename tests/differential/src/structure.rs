@@ -21,6 +21,9 @@ use serde_json::{Map, Value, json};
 
 use crate::Call;
 
+mod clusterset;
+pub use clusterset::clusterset;
+
 const NAMES: &[&str] = &[
     "web",
     "shop",

@@ -139,3 +139,11 @@ pub fn structured(data: &[u8]) {
         check(&call);
     }
 }
+
+/// One `clusterset-decide` call built from the bytes ([`structure::clusterset`]); not a fuzz
+/// target of its own yet (tests/tests/differential.rs runs it).
+pub fn clusterset(data: &[u8]) {
+    if let Ok(call) = structure::clusterset(&mut Unstructured::new(data)) {
+        check(&call);
+    }
+}
