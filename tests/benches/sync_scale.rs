@@ -15,10 +15,12 @@
 //!    controller CPU of one `--resync-interval` window holding one resync of every MCS, with
 //!    nothing changed.
 //! 4. **A live change during a cold start** (phase `live`; the cold start's sizes, the first
-//!    of `SYNC_BENCH_WORKERS`): `SYNC_BENCH_LIVE_AFTER` seconds after the controller starts,
-//!    a PUT gives a native slice of the last MCS (the last in name order, the order the
-//!    backlog serves) a new address; timed from just before the PUT until every consumer's
-//!    watch shows the copy with it, beside the time until every copy is in place. Run for
+//!    of `SYNC_BENCH_WORKERS`): `SYNC_BENCH_LIVE_AFTER` seconds after the controller starts
+//!    (later if it has not started a pass by then: a change made before its caches listed is
+//!    no change to it, only how things are), a PUT gives a native slice of the last MCS (the
+//!    last in name order, the order the backlog serves) a new address; timed from just before
+//!    the PUT until every consumer's watch shows the copy with it, beside the time until every
+//!    copy is in place. Run for
 //!    `SYNC_BENCH_BIN` and then, when set, for `SYNC_BENCH_BASELINE_BIN` (e.g. a build of an
 //!    earlier commit), each on a fresh fleet.
 //!
@@ -151,9 +153,9 @@ async fn main() {
         print_cold_table(&settings, &rows);
     }
     if settings.phases.contains("live") {
-        let mut rows = vec![live(&settings, &settings.bin).await];
+        let mut rows = vec![live(&settings, &settings.bin, "live").await];
         if let Some(baseline) = &settings.baseline {
-            rows.push(live(&settings, baseline).await);
+            rows.push(live(&settings, baseline, "live-baseline").await);
         }
         print_live_table(&settings, &rows);
     }
@@ -1057,11 +1059,12 @@ struct LiveRow {
     all: Option<Duration>,
 }
 
-/// A cold start of `bin` with one provider slice changed [`Settings::live_after`] into it.
-async fn live(settings: &Settings, bin: &Path) -> LiveRow {
+/// A cold start of `bin` with one provider slice changed [`Settings::live_after`] into it, or
+/// once the controller has started a pass if that is later; `label` names its directory.
+async fn live(settings: &Settings, bin: &Path, label: &str) -> LiveRow {
     let ns = "bench";
     let workers = settings.workers[0];
-    let mut fleet = Fleet::start("live", settings.members).await;
+    let mut fleet = Fleet::start(label, settings.members).await;
     let all = workload(settings.mcs, settings.members);
     let members = fleet.members.len();
     println!(
@@ -1089,8 +1092,20 @@ async fn live(settings: &Settings, bin: &Path) -> LiveRow {
     let deadline = start + settings.timeout;
     let http = fleet.http.clone();
     let change_at = start + settings.live_after;
+    let metrics = format!("http://{}/metrics", fleet.metrics);
     let change = tokio::spawn(async move {
         tokio::time::sleep_until(tokio::time::Instant::from_std(change_at)).await;
+        // The controller must have listed: it has started a pass.
+        loop {
+            let text = match http.get(&metrics).send().await {
+                Ok(resp) => resp.text().await.unwrap_or_default(),
+                Err(_) => String::new(),
+            };
+            if metric(&text, "mcs_policy_sync_reconciles_total").unwrap_or(0.0) > 0.0 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
         let at = Instant::now();
         put(&http, &url, &path, &body).await;
         at
