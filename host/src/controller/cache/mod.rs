@@ -35,6 +35,7 @@
 
 pub mod interner;
 pub mod kept;
+pub mod scope;
 pub mod store;
 pub mod triggers;
 pub mod watch;
@@ -43,19 +44,24 @@ pub mod watched;
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
+use k8s_openapi::api::core::v1::Service;
 use kube::Api;
-use kube::api::DynamicObject;
+use kube::api::{DynamicObject, ListParams};
 use kube::runtime::watcher;
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
 use crate::clusters::{Cluster, Registry};
-use crate::controller::names::{SERVICE_NAME_LABEL, mcs_resource};
+use crate::controller::names::{
+    DISPATCH_MANAGER, MANAGED_BY_LABEL, SERVICE_NAME_LABEL, mcs_resource,
+};
 use crate::controller::probes::metrics::Metrics;
 pub use kept::{KeptService, KeptSlice};
+pub use scope::Scope;
 pub use store::{Cached, Failure, Health, Store};
 pub use watch::News;
 use watch::Watch;
+use watched::WatchedSlice;
 
 /// The caches of the hub.
 #[derive(Clone)]
@@ -144,6 +150,9 @@ pub enum Unreadable {
     Listing,
     /// Its watch failed; it is being listed again.
     Broken(Failure),
+    /// Listed, but the objects of `group` (`namespace/name`), which an MCS named since, are
+    /// being listed ([`scope`]).
+    Filling { group: String },
 }
 
 impl Unreadable {
@@ -157,6 +166,9 @@ impl Unreadable {
                 "cluster {cluster} is not readable: {} (failing for {}s; listing again)",
                 failure.message,
                 failure.since.elapsed().as_secs()
+            ),
+            Unreadable::Filling { group } => format!(
+                "cluster {cluster} is not readable yet for {group}: its endpointslices and service of that name are being listed"
             ),
         }
     }
@@ -174,6 +186,15 @@ impl Unreadable {
 pub trait Listener: Clone + Send + Sync + 'static {
     /// One piece of news of a watch of `cluster`.
     fn hear<K: Cached>(&self, cluster: &str, news: News<'_, K>);
+
+    /// The objects of group `namespace/name` of a store of `cluster` were listed: the group
+    /// can be read ([`scope`]).
+    fn filled(&self, _cluster: &str, _namespace: &str, _name: &str) {}
+
+    /// The wanted groups the members' stores keep; `None`: they keep everything.
+    fn scope(&self) -> Option<Scope> {
+        None
+    }
 }
 
 /// Every cache a pass reads: the hub's, and the members' by name. Cloning gives another
@@ -233,6 +254,8 @@ pub struct Members {
 struct Running {
     client_id: u64,
     tasks: Vec<JoinHandle<()>>,
+    /// Its stores follow the wanted groups until it stops.
+    _following: Vec<scope::Following>,
     /// Wakes its watches that wait to list again.
     wake: Arc<Notify>,
 }
@@ -293,12 +316,13 @@ impl Members {
                 continue;
             }
             let wake = Arc::new(Notify::new());
-            let (cache, tasks) = start_member(member, listener, &wake);
+            let (cache, tasks, following) = start_member(member, listener, &wake);
             shared.insert(member.name.clone(), cache);
             let client_id = member.client_id;
             let running = Running {
                 client_id,
                 tasks,
+                _following: following,
                 wake,
             };
             self.running.insert(member.name.clone(), running);
@@ -326,13 +350,22 @@ impl Members {
     }
 }
 
-/// Starts a member's two watches.
+/// Starts a member's two watches. With a [`Scope`] (the controller's), its stores keep whole
+/// only the wanted groups and our copies, the watches start once the hub's MCSs have listed,
+/// and a filler per store lists the groups wanted later.
 fn start_member<L: Listener>(
     member: &Cluster,
     listener: &L,
     wake: &Arc<Notify>,
-) -> (Member, Vec<JoinHandle<()>>) {
-    let cache = Member::new();
+) -> (Member, Vec<JoinHandle<()>>, Vec<scope::Following>) {
+    let scope = listener.scope();
+    let cache = match scope {
+        Some(_) => Member {
+            slices: Store::scoped(service_name_of, is_copy),
+            services: Store::scoped(name_of, |_| false),
+        },
+        None => Member::new(),
+    };
     let slices = Watch {
         cluster: member.name.clone(),
         resource: "endpointslices",
@@ -353,11 +386,82 @@ fn start_member<L: Listener>(
         mirror: None,
         wake: wake.clone(),
     };
+    let Some(scope) = scope else {
+        let tasks = vec![
+            spawn_heard(slices, &member.name, listener),
+            spawn_heard(services, &member.name, listener),
+        ];
+        return (cache, tasks, Vec::new());
+    };
+    let following = vec![scope.follow(&cache.slices), scope.follow(&cache.services)];
+    let client = member.client.clone();
+    let fill_slices = scope::fill(
+        member.name.clone(),
+        cache.slices.clone(),
+        move |namespace, name| {
+            let api: Api<WatchedSlice> = Api::namespaced(client.clone(), &namespace);
+            async move {
+                let selector = format!("{SERVICE_NAME_LABEL}={name}");
+                let list = api.list(&ListParams::default().labels(&selector)).await?;
+                Ok(list.items.into_iter().map(kept::slice).collect())
+            }
+        },
+        listener.clone(),
+    );
+    let client = member.client.clone();
+    let fill_services = scope::fill(
+        member.name.clone(),
+        cache.services.clone(),
+        move |namespace, name| {
+            let api: Api<Service> = Api::namespaced(client.clone(), &namespace);
+            async move {
+                let selector = format!("metadata.name={name}");
+                let list = api.list(&ListParams::default().fields(&selector)).await?;
+                Ok(list.items.into_iter().map(kept::service).collect())
+            }
+        },
+        listener.clone(),
+    );
     let tasks = vec![
-        spawn_heard(slices, &member.name, listener),
-        spawn_heard(services, &member.name, listener),
+        spawn_after(&scope, slices, &member.name, listener),
+        spawn_after(&scope, services, &member.name, listener),
+        tokio::spawn(fill_slices),
+        tokio::spawn(fill_services),
     ];
-    (cache, tasks)
+    (cache, tasks, following)
+}
+
+/// Runs `watch` once the hub's MCSs have listed (the wanted groups are known), telling
+/// `listener` its news.
+fn spawn_after<K, C, L>(
+    scope: &Scope,
+    watch: Watch<K, C>,
+    cluster: &str,
+    listener: &L,
+) -> JoinHandle<()>
+where
+    K: kube::Resource
+        + Clone
+        + std::fmt::Debug
+        + serde::de::DeserializeOwned
+        + Send
+        + Sync
+        + 'static,
+    C: Cached,
+    L: Listener,
+{
+    let listener = listener.clone();
+    let cluster = cluster.to_string();
+    let scope = scope.clone();
+    tokio::spawn(async move {
+        scope.ready().await;
+        watch.run(move |news| listener.hear(&cluster, news)).await;
+    })
+}
+
+/// Whether `slice` is one of our copies: kept whatever its Service, for the orphan sweep.
+fn is_copy(slice: &KeptSlice) -> bool {
+    slice.label(MANAGED_BY_LABEL) == Some(DISPATCH_MANAGER)
 }
 
 /// Runs `watch`, telling `listener` its news.

@@ -29,6 +29,7 @@
 
 use std::collections::BTreeMap;
 
+use super::scope::Groups;
 use crate::fast_map::FastMap;
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
@@ -54,13 +55,13 @@ pub trait Cached: Send + Sync + 'static {
 }
 
 /// `(namespace, name)` of an object, or `(namespace, group)` of a group.
-type Key = (Box<str>, Box<str>);
+pub(super) type Key = (Box<str>, Box<str>);
 
-fn key(namespace: &str, name: &str) -> Key {
+pub(super) fn key(namespace: &str, name: &str) -> Key {
     (namespace.into(), name.into())
 }
 
-fn key_of<K: Cached>(object: &K) -> Key {
+pub(super) fn key_of<K: Cached>(object: &K) -> Key {
     key(object.namespace(), object.name())
 }
 
@@ -130,20 +131,22 @@ impl<K> Pending<K> {
 }
 
 #[derive(Debug)]
-struct Inner<K> {
+pub(super) struct Inner<K> {
     /// `(namespace, name)` → object.
-    objects: FastMap<Key, Arc<K>>,
+    pub(super) objects: FastMap<Key, Arc<K>>,
     /// `(namespace, group)` → the objects of the group.
-    groups: FastMap<Key, Vec<Arc<K>>>,
+    pub(super) groups: FastMap<Key, Vec<Arc<K>>>,
     /// Objects of a list in progress (they replace everything at its end).
-    listing: Option<Vec<Arc<K>>>,
+    pub(super) listing: Option<Vec<Arc<K>>>,
     /// Own writes, by `(namespace, group)` then name.
     pending: FastMap<Key, FastMap<Box<str>, Pending<K>>>,
     /// Own writes under way, by object, with the events held back meanwhile.
     in_flight: FastMap<Key, InFlight>,
     /// When expired own writes are next removed from `pending`.
     next_sweep: Instant,
-    health: Health,
+    pub(super) health: Health,
+    /// Which groups the store keeps, when it does not keep them all ([`super::scope`]).
+    pub(super) scope: Option<Groups<K>>,
 }
 
 /// How often expired own writes are looked for.
@@ -153,7 +156,7 @@ const SWEEP_EVERY: Duration = Duration::from_secs(10);
 #[derive(Debug)]
 pub struct Store<K> {
     inner: Arc<RwLock<Inner<K>>>,
-    group_of: GroupOf<K>,
+    pub(super) group_of: GroupOf<K>,
 }
 
 impl<K> Clone for Store<K> {
@@ -177,16 +180,17 @@ impl<K: Cached> Store<K> {
                 in_flight: FastMap::default(),
                 next_sweep: Instant::now() + SWEEP_EVERY,
                 health: Health::Listing,
+                scope: None,
             })),
             group_of,
         }
     }
 
-    fn read(&self) -> std::sync::RwLockReadGuard<'_, Inner<K>> {
+    pub(super) fn read(&self) -> std::sync::RwLockReadGuard<'_, Inner<K>> {
         self.inner.read().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn write(&self) -> std::sync::RwLockWriteGuard<'_, Inner<K>> {
+    pub(super) fn write(&self) -> std::sync::RwLockWriteGuard<'_, Inner<K>> {
         self.inner.write().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -212,37 +216,7 @@ impl<K: Cached> Store<K> {
 
     /// The objects of group `group` in `namespace`, own writes included, by name.
     pub fn group(&self, namespace: &str, group: &str) -> Vec<Arc<K>> {
-        let inner = self.read();
-        let key = key(namespace, group);
-        let stored = inner
-            .groups
-            .get(&key)
-            .map(Vec::as_slice)
-            .unwrap_or_default();
-        let mut merged: BTreeMap<&str, Arc<K>> =
-            stored.iter().map(|o| (o.name(), o.clone())).collect();
-        if let Some(pending) = inner.pending.get(&key) {
-            let now = Instant::now();
-            for (name, own) in pending {
-                if now.duration_since(own.at()) > PENDING_TTL {
-                    continue;
-                }
-                match own {
-                    Pending::Written { object, .. } => {
-                        merged.insert(name, object.clone());
-                    }
-                    Pending::Deleted { uid, .. } => {
-                        if merged
-                            .get(&**name)
-                            .is_some_and(|o| o.uid() == uid.as_deref())
-                        {
-                            merged.remove(&**name);
-                        }
-                    }
-                }
-            }
-        }
-        merged.into_values().collect()
+        self.read().group(namespace, group)
     }
 
     /// The object `namespace/name` of a store grouped by name (Services, MCSs).
@@ -272,12 +246,25 @@ impl<K: Cached> Store<K> {
 
     /// A list starts: its objects replace the store's when it ends.
     pub fn list_started(&self) {
-        self.write().listing = Some(Vec::new());
+        let mut inner = self.write();
+        inner.listing = Some(Vec::new());
+        if let Some(scope) = inner.scope.as_mut() {
+            scope.list_started();
+        }
     }
 
     /// One object of the list in progress.
     pub fn listed(&self, object: K) {
-        if let Some(listing) = self.write().listing.as_mut() {
+        let mut inner = self.write();
+        let group = (self.group_of)(&object);
+        if inner
+            .scope
+            .as_ref()
+            .is_some_and(|s| !s.keeps(&object, group))
+        {
+            return;
+        }
+        if let Some(listing) = inner.listing.as_mut() {
             listing.push(Arc::new(object));
         }
     }
@@ -313,6 +300,9 @@ impl<K: Cached> Store<K> {
             inner.settle(&group, &name, current.as_deref());
         }
         inner.sweep(Instant::now());
+        if let Some(scope) = inner.scope.as_mut() {
+            scope.list_done();
+        }
         let was = std::mem::replace(&mut inner.health, Health::Synced);
         was != Health::Synced
     }
@@ -329,7 +319,13 @@ impl<K: Cached> Store<K> {
             // Relabelled: the overlay of the group it left no longer applies.
             inner.own_event(&key, before.as_deref(), &object, true);
         }
-        inner.insert(self.group_of, object.clone());
+        let keep = inner.scope.as_mut().is_none_or(|scope| {
+            scope.saw(&*object);
+            scope.keeps(&object, group.as_deref())
+        });
+        if keep {
+            inner.insert(self.group_of, object.clone());
+        }
         inner.sweep(Instant::now());
         let moved = before.filter(|b| group.as_deref() != Some(b.as_str()));
         let (group, left) = match group {
@@ -349,6 +345,9 @@ impl<K: Cached> Store<K> {
         let own = inner.own_event(&key, group.as_deref(), object, true);
         let own = own || inner.own_deletion(&key, group.as_deref(), object.uid());
         let own = own || inner.hold(&key, object, true);
+        if let Some(scope) = inner.scope.as_mut() {
+            scope.saw(object);
+        }
         inner.sweep(Instant::now());
         Applied {
             own,
@@ -515,8 +514,38 @@ impl<K: Cached> Drop for Writing<K> {
 }
 
 impl<K: Cached> Inner<K> {
+    /// The objects of group `group` in `namespace`, own writes included, by name.
+    pub(super) fn group(&self, namespace: &str, group: &str) -> Vec<Arc<K>> {
+        let key = key(namespace, group);
+        let stored = self.groups.get(&key).map(Vec::as_slice).unwrap_or_default();
+        let mut merged: BTreeMap<&str, Arc<K>> =
+            stored.iter().map(|o| (o.name(), o.clone())).collect();
+        if let Some(pending) = self.pending.get(&key) {
+            let now = Instant::now();
+            for (name, own) in pending {
+                if now.duration_since(own.at()) > PENDING_TTL {
+                    continue;
+                }
+                match own {
+                    Pending::Written { object, .. } => {
+                        merged.insert(name, object.clone());
+                    }
+                    Pending::Deleted { uid, .. } => {
+                        if merged
+                            .get(&**name)
+                            .is_some_and(|o| o.uid() == uid.as_deref())
+                        {
+                            merged.remove(&**name);
+                        }
+                    }
+                }
+            }
+        }
+        merged.into_values().collect()
+    }
+
     /// Stores `object` in its group (an object without one is not kept).
-    fn insert(&mut self, group_of: GroupOf<K>, object: Arc<K>) {
+    pub(super) fn insert(&mut self, group_of: GroupOf<K>, object: Arc<K>) {
         let Some(group) = group_of(&object) else {
             return;
         };
@@ -526,7 +555,7 @@ impl<K: Cached> Inner<K> {
     }
 
     /// Removes the object of `key`; the group it was in.
-    fn remove(&mut self, group_of: GroupOf<K>, key: &Key) -> Option<String> {
+    pub(super) fn remove(&mut self, group_of: GroupOf<K>, key: &Key) -> Option<String> {
         let old = self.objects.remove(key)?;
         let group = group_of(&old)?;
         let group_key = self::key(old.namespace(), group);
@@ -631,7 +660,7 @@ impl<K: Cached> Inner<K> {
 
     /// Drops the own write of `group/name` once the store shows it (`current`: what the store
     /// now holds under that name, `None` when nothing).
-    fn settle(&mut self, group: &Key, name: &str, current: Option<&K>) {
+    pub(super) fn settle(&mut self, group: &Key, name: &str, current: Option<&K>) {
         let Some(names) = self.pending.get_mut(group) else {
             return;
         };
@@ -655,7 +684,7 @@ impl<K: Cached> Inner<K> {
 /// Whether resourceVersion `seen` is later than `written`: as integers (Kubernetes v1.35 made
 /// resource versions of one resource comparable so); either not an integer counts as later,
 /// so an own write is never laid over a store for longer than it must be.
-fn is_later(seen: Option<&str>, written: Option<&str>) -> bool {
+pub(super) fn is_later(seen: Option<&str>, written: Option<&str>) -> bool {
     match (
         seen.and_then(|s| s.parse::<u64>().ok()),
         written.and_then(|w| w.parse::<u64>().ok()),

@@ -24,7 +24,7 @@ use kube::runtime::watcher::{self, Event};
 use tokio::task::JoinHandle;
 
 use super::watch::{News, Watch};
-use super::{Cached, Listener, Store};
+use super::{Cached, Listener, Scope, Store};
 use crate::clusters::Cluster;
 use crate::controller::names::mcs_resource;
 use crate::controller::probes::metrics::Metrics;
@@ -83,6 +83,9 @@ pub struct Triggers {
     sender: mpsc::UnboundedSender<ObjectRef<DynamicObject>>,
     /// When each MCS's oldest unreconciled change was seen.
     pub changes: Arc<Changes>,
+    /// The groups the hub's MCSs name, which the members' caches keep
+    /// ([`super::scope`]): fed by [`watch_mcs`].
+    pub scope: Scope,
     resource: ApiResource,
 }
 
@@ -95,6 +98,7 @@ impl Triggers {
         let triggers = Triggers {
             sender,
             changes,
+            scope: Scope::default(),
             resource: mcs_resource(),
         };
         (triggers, receiver)
@@ -157,6 +161,18 @@ impl Listener for Reactions {
             }
         }
     }
+
+    /// A group of a member listed since its MCS named it: the MCS's pass can read it.
+    fn filled(&self, _cluster: &str, namespace: &str, name: &str) {
+        if self.mcs.get(namespace, name).is_some() {
+            self.triggers
+                .send(&format!("{namespace}/{name}"), Instant::now());
+        }
+    }
+
+    fn scope(&self) -> Option<Scope> {
+        Some(self.triggers.scope.clone())
+    }
 }
 
 /// Starts the watch of the hub's MultiClusterServices: it fills `store` (what passes read),
@@ -177,6 +193,7 @@ pub fn watch_mcs(
     let mirror = move |event: &Event<DynamicObject>| {
         writer.apply_watcher_event(&event.clone().modify(keep_metadata_only));
     };
+    let scope = reactions.triggers.scope.hearing(store.clone());
     let watch = Watch {
         cluster: hub.name.clone(),
         resource: "multiclusterservices",
@@ -190,7 +207,8 @@ pub fn watch_mcs(
     let changes = reactions.triggers.changes.clone();
     let cluster = hub.name.clone();
     let mut seen = RelevantHashes::default();
-    let task = tokio::spawn(watch.run(move |news| match news {
+    // The members' caches keep the groups the MCSs name: the scope hears every news first.
+    let task = tokio::spawn(watch.run(move |news| match scope.heard(news) {
         News::Listed { object } => seen.listed(object),
         News::Changed {
             object, deleted, ..

@@ -170,7 +170,14 @@ impl Snapshot {
         if let Some(why) = cache.unreadable() {
             return unreadable(member, &why);
         }
-        let slices = cache.slices.group(ns, name);
+        // Each store's group is checked and read at once: a group an MCS named since the
+        // member listed is read only once its own list is merged (cache::scope).
+        let (Some(slices), Some(service)) = (
+            cache.slices.filled_group(ns, name),
+            cache.services.filled_get(ns, name),
+        ) else {
+            return unreadable(member, &cache::Unreadable::filling(ns, name));
+        };
         let wit = self
             .pass
             .add(member, slices.iter().map(|s| (s.clone(), s.facts())));
@@ -178,7 +185,6 @@ impl Snapshot {
             let key = (member.to_string(), slice.name().to_string());
             self.slices.insert(key, slice);
         }
-        let service = cache.services.get(ns, name);
         let json = service.as_ref().map(|s| s.json().to_string());
         if let Some(service) = service {
             self.services.insert(member.to_string(), service);
