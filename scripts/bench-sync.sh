@@ -3,13 +3,17 @@
 # propagation latency and API requests per write with 10 clusters, then cold-start
 # convergence of 20 members x 1,000 MultiClusterServices x 2 EndpointSlices, the controller's
 # RSS, heap and cached objects, and one resync at rest (requests, CPU); phase `live`: a provider
-# change made during that cold start, timed to every consumer. See BENCHMARKS.md.
+# change made during that cold start, timed to every consumer; phase `unrelated`: the cold
+# start without and with objects no MCS names in a member, peak RSS and passes side by side.
+# See BENCHMARKS.md.
 #
 # Sizes and settings come from the environment (defaults in brackets):
 #   SYNC_BENCH_LATENCY_MEMBERS [9]  SYNC_BENCH_LATENCY_MCS [10]  SYNC_BENCH_WRITES [300]
 #   SYNC_BENCH_MEMBERS [20]  SYNC_BENCH_MCS [1000]  SYNC_BENCH_WORKERS [8,32]
 #   SYNC_BENCH_RESYNC [30s]  SYNC_BENCH_TIMEOUT [120] (seconds)
-#   SYNC_BENCH_PHASES [latency,cold] (any of latency,cold,live)
+#   SYNC_BENCH_PHASES [latency,cold] (any of latency,cold,live,unrelated)
+#   SYNC_BENCH_UNRELATED_SERVICES [10000]  SYNC_BENCH_UNRELATED_SLICES [20000] (phase unrelated:
+#     objects no MCS names in the first member; the cold start without and with them)
 #   SYNC_BENCH_LOG [info] (the controller's RUST_LOG)
 #   SYNC_BENCH_LIVE_AFTER [2] (seconds after the controller's start the live phase's change is made)
 #   SYNC_BENCH_LATENCY_MEMBERS takes a list (2,9,20: one latency run per size)
