@@ -11,9 +11,11 @@ pub mod karmada;
 mod open;
 pub mod origin;
 
+use std::collections::HashMap;
 use std::path::Path;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use kube::config::{KubeConfigOptions, Kubeconfig, KubeconfigError};
 use kube::{Client, Config};
@@ -164,8 +166,9 @@ impl Cluster {
 
 /// Where the member clusters come from.
 pub enum Source {
-    /// The members of a kubeconfig, fixed for the life of the process.
-    Fixed(Registry),
+    /// The members of a kubeconfig, fixed for the life of the process, and since when each
+    /// has not answered its readiness probe.
+    Fixed(Registry, Unanswered),
     /// The push-mode Cluster objects of Karmada in the hub, as they are now.
     Karmada(karmada::Karmada),
 }
@@ -182,7 +185,7 @@ impl Source {
     /// The hub.
     pub fn hub(&self) -> &Cluster {
         match self {
-            Source::Fixed(registry) => &registry.hub,
+            Source::Fixed(registry, _) => &registry.hub,
             Source::Karmada(karmada) => karmada.hub(),
         }
     }
@@ -190,19 +193,32 @@ impl Source {
     /// Why a member that is not ready is not, in this source's terms.
     pub fn not_ready(&self) -> &'static str {
         match self {
-            Source::Fixed(_) => "its API does not answer",
+            Source::Fixed(..) => "its API does not answer",
             Source::Karmada(_) => "its Karmada Cluster's Ready condition is not True",
         }
     }
 
-    /// The members now and which are ready (for a kubeconfig: whose API answers; for
-    /// Karmada: whose `Ready` condition is `True`).
+    /// Members of a kubeconfig that do not answer stay ready for `grace` (`--outage-grace`;
+    /// Karmada's Ready condition has its own threshold, `--cluster-failure-threshold`).
+    pub fn with_outage_grace(mut self, grace: Duration) -> Source {
+        if let Source::Fixed(_, unanswered) = &mut self {
+            unanswered.grace = grace;
+        }
+        self
+    }
+
+    /// The members now and which are ready (for a kubeconfig: whose API answers, or stopped
+    /// answering no longer than the outage grace ago; for Karmada: whose `Ready` condition is
+    /// `True`).
     pub async fn membership(&self) -> Result<Membership, ClusterError> {
         match self {
-            Source::Fixed(registry) => Ok(Membership {
-                ready: registry.ready_members().await,
-                registry: registry.clone(),
-            }),
+            Source::Fixed(registry, unanswered) => {
+                let answering = registry.ready_members().await;
+                Ok(Membership {
+                    ready: unanswered.ready(&registry.member_names(), &answering, Instant::now()),
+                    registry: registry.clone(),
+                })
+            }
             Source::Karmada(karmada) => karmada.membership().await,
         }
     }
@@ -235,7 +251,7 @@ impl Registry {
         let probes = self.members.iter().map(|m| async move {
             let ready = probe(&m.client).await;
             if !ready {
-                tracing::warn!(cluster = %m.name, "cluster is not ready: its API does not answer");
+                tracing::debug!(cluster = %m.name, "the cluster's API does not answer");
             }
             ready.then(|| m.name.clone())
         });
@@ -244,6 +260,47 @@ impl Registry {
             .into_iter()
             .flatten()
             .collect()
+    }
+}
+
+/// Since when each member of a kubeconfig has not answered its readiness probe, and how long
+/// it stays ready meanwhile (`--outage-grace`; none by default).
+#[derive(Debug, Default)]
+pub struct Unanswered {
+    grace: Duration,
+    since: Mutex<HashMap<String, Instant>>,
+}
+
+impl Unanswered {
+    /// Which of `members` are ready at `now`: those `answering`, and those that stopped
+    /// answering no longer than the grace ago.
+    fn ready(&self, members: &[String], answering: &[String], now: Instant) -> Vec<String> {
+        let mut since = self.since.lock().unwrap_or_else(|p| p.into_inner());
+        since.retain(|name, _| members.contains(name));
+        let mut ready = Vec::new();
+        for name in members {
+            if answering.contains(name) {
+                if let Some(from) = since.remove(name) {
+                    tracing::info!(cluster = %name, after = ?now.saturating_duration_since(from),
+                        "the cluster's API answers again");
+                }
+                ready.push(name.clone());
+                continue;
+            }
+            let from = *since.entry(name.clone()).or_insert(now);
+            let silent = now.saturating_duration_since(from);
+            if !self.grace.is_zero() && silent <= self.grace {
+                if silent.is_zero() {
+                    tracing::warn!(cluster = %name, grace = ?self.grace,
+                        "the cluster's API does not answer; still ready within the outage grace");
+                }
+                ready.push(name.clone());
+            } else {
+                tracing::warn!(cluster = %name, for_ = ?silent,
+                    "cluster is not ready: its API does not answer");
+            }
+        }
+        ready
     }
 }
 
@@ -316,4 +373,42 @@ async fn cluster(
         source: Box::new(source),
     })?;
     Ok(Cluster::new(name.to_string(), client))
+}
+
+#[cfg(test)]
+mod unanswered_tests {
+    use super::*;
+
+    #[test]
+    fn a_member_that_stops_answering_stays_ready_for_the_grace() {
+        let unanswered = Unanswered {
+            grace: Duration::from_secs(30),
+            ..Unanswered::default()
+        };
+        let members = ["m1".to_string(), "m2".to_string()];
+        let t0 = Instant::now();
+        let ready = |answering: &[&str], at: Instant| {
+            let answering: Vec<String> = answering.iter().map(|s| s.to_string()).collect();
+            unanswered.ready(&members, &answering, at)
+        };
+        assert_eq!(ready(&["m1", "m2"], t0), ["m1", "m2"]);
+        assert_eq!(ready(&["m1"], t0), ["m1", "m2"], "m2 silent: ready");
+        let later = t0 + Duration::from_secs(30);
+        assert_eq!(ready(&["m1"], later), ["m1", "m2"], "at the grace");
+        let past = t0 + Duration::from_secs(31);
+        assert_eq!(ready(&["m1"], past), ["m1"], "past the grace: not ready");
+        assert_eq!(ready(&["m1", "m2"], past), ["m1", "m2"], "answers again");
+        assert_eq!(
+            ready(&["m1"], past),
+            ["m1", "m2"],
+            "a new outage, a new grace"
+        );
+    }
+
+    #[test]
+    fn without_a_grace_a_silent_member_is_not_ready_at_once() {
+        let unanswered = Unanswered::default();
+        let members = ["m1".to_string()];
+        assert!(unanswered.ready(&members, &[], Instant::now()).is_empty());
+    }
 }

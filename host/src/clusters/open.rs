@@ -45,11 +45,12 @@ pub async fn open(
     };
     let members =
         members_from_kubeconfig(path, except, &origins.selected, options, name_problem).await?;
-    Ok(Source::Fixed(Registry {
+    let registry = Registry {
         hub,
         members,
         unsynced: Vec::new(),
-    }))
+    };
+    Ok(Source::Fixed(registry, super::Unanswered::default()))
 }
 
 /// The hub: the kubeconfig context `origin` names (its current context when none is named),

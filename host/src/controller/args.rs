@@ -75,6 +75,17 @@ pub struct SyncArgs {
     #[arg(long, default_value = "10s", value_parser = parse_positive_duration, value_name = "DURATION")]
     pub request_timeout: Duration,
 
+    /// How long a cluster may fail before it is reported: while a cluster's watches keep
+    /// failing (its API server restarting, a network cut, 5xx answers) for at most this long,
+    /// its caches stay readable (their last content; they resume from their last
+    /// resourceVersion when the server answers again), and a member of a kubeconfig whose API
+    /// does not answer the readiness probe stays ready. So an outage shorter than this does not
+    /// turn the MultiClusterServices' conditions False and back. Past it, the cluster is
+    /// unreadable (not ready) until it works again. `0s` reports every failure at once; at
+    /// most `1m`. A cluster whose caches never listed is unreadable at once.
+    #[arg(long, default_value = "30s", value_parser = parse_outage_grace, value_name = "DURATION")]
+    pub outage_grace: Duration,
+
     /// Field manager of the server-side applies into the member clusters.
     #[arg(long, default_value = "mcs-policy", value_name = "NAME")]
     pub field_manager: String,
@@ -102,6 +113,15 @@ pub struct SyncArgs {
     /// Leader election among replicas (see docs/sync.md, "High availability").
     #[command(flatten)]
     pub leader: LeaderArgs,
+}
+
+/// `--outage-grace`: a Go duration from 0 to a minute (the own writes laid over a cache last
+/// a minute: a cache read while its watch fails must not outlive them).
+fn parse_outage_grace(s: &str) -> Result<Duration, String> {
+    match crate::duration::parse_go_duration(s)? {
+        d if d > super::cache::store::PENDING_TTL => Err(format!("{s:?}: the grace is at most 1m")),
+        d => Ok(d),
+    }
 }
 
 impl SyncArgs {

@@ -134,7 +134,9 @@ async fn start_and_sync(
         Ok(problem) => problem,
         Err(err) => Some(format!("the policy component could not check it: {err}")),
     };
-    let source = clusters::open(origins, &client_options, &engine, name_problem).await?;
+    let source = clusters::open(origins, &client_options, &engine, name_problem)
+        .await?
+        .with_outage_grace(args.outage_grace);
     // The members arrive with the first membership refresh, before any worker starts.
     let registry = Registry {
         hub: source.hub().clone(),
@@ -155,7 +157,11 @@ async fn start_and_sync(
     );
     let (triggers, changed) = triggers::Triggers::new(Arc::default());
     let ctx = Context {
-        caches: cache::Caches::default(),
+        caches: cache::Caches::with_patience(cache::Patience {
+            grace: args.outage_grace,
+            // Longer than any request may wait for its answer (a watch resumes quietly).
+            settle: args.request_timeout + Duration::from_secs(2),
+        }),
         triggers,
         registry,
         decider: Decider { engine, budget },

@@ -58,7 +58,7 @@ use crate::controller::names::{
 use crate::controller::probes::metrics::Metrics;
 pub use kept::{KeptService, KeptSlice};
 pub use scope::Scope;
-pub use store::{Cached, Failure, Health, Store};
+pub use store::{Cached, Failure, Health, Patience, Store};
 pub use watch::News;
 use watch::Watch;
 use watched::WatchedSlice;
@@ -148,7 +148,8 @@ impl Default for Member {
 pub enum Unreadable {
     /// Not listed yet.
     Listing,
-    /// Its watch failed; it is being listed again.
+    /// Its watch has been failing for longer than the grace (or failed before its first
+    /// list); it is retried.
     Broken(Failure),
     /// Listed, but the objects of `group` (`namespace/name`), which an MCS named since, are
     /// being listed ([`scope`]).
@@ -163,7 +164,7 @@ impl Unreadable {
                 "cluster {cluster} is not readable yet: its endpointslices and services are being listed"
             ),
             Unreadable::Broken(failure) => format!(
-                "cluster {cluster} is not readable: {} (failing for {}s; listing again)",
+                "cluster {cluster} is not readable: {} (failing for {}s; retrying)",
                 failure.message,
                 failure.since.elapsed().as_secs()
             ),
@@ -203,9 +204,22 @@ pub trait Listener: Clone + Send + Sync + 'static {
 pub struct Caches {
     pub hub: Hub,
     members: Arc<RwLock<HashMap<String, Member>>>,
+    /// How every store waits for a failing watch (`--outage-grace`, `--request-timeout`).
+    patience: Patience,
 }
 
 impl Caches {
+    /// Empty caches whose stores wait for a failing watch with `patience`.
+    pub fn with_patience(patience: Patience) -> Caches {
+        let caches = Caches {
+            patience,
+            ..Caches::default()
+        };
+        caches.hub.mcs.set_patience(patience);
+        caches.hub.services.set_patience(patience);
+        caches
+    }
+
     /// The caches of every member.
     pub fn members(&self) -> Vec<Member> {
         let members = self.members.read().unwrap_or_else(|p| p.into_inner());
@@ -249,6 +263,8 @@ pub struct Members {
     running: HashMap<String, Running>,
     /// What passes read: the stores by member name.
     shared: Arc<RwLock<HashMap<String, Member>>>,
+    /// How the members' stores wait for a failing watch.
+    patience: Patience,
 }
 
 struct Running {
@@ -282,6 +298,7 @@ impl Members {
         Members {
             running: HashMap::new(),
             shared: caches.members.clone(),
+            patience: caches.patience,
         }
     }
 
@@ -317,6 +334,8 @@ impl Members {
             }
             let wake = Arc::new(Notify::new());
             let (cache, tasks, following) = start_member(member, listener, &wake);
+            cache.slices.set_patience(self.patience);
+            cache.services.set_patience(self.patience);
             shared.insert(member.name.clone(), cache);
             let client_id = member.client_id;
             let running = Running {

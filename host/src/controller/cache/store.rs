@@ -70,10 +70,43 @@ pub(super) fn key_of<K: Cached>(object: &K) -> Key {
 pub enum Health {
     /// The first list has not completed.
     Listing,
-    /// Listed, and every watch event since has been applied.
+    /// Listed, and every watch event since has been applied; or its watch has been failing
+    /// for no longer than the grace ([`Patience::grace`], [`Store::failing`]).
     Synced,
-    /// The watch failed; the store is listing again and holds what it held before.
+    /// The watch has been failing for longer than the grace, or failed before the first list
+    /// completed; the store holds what it held before, and the watch retries.
     Broken(Failure),
+}
+
+/// The default of `--outage-grace`: how long a store that has listed stays readable while
+/// its watch fails (Karmada's `--cluster-failure-threshold` is 30 s too).
+pub const DEFAULT_GRACE: Duration = Duration::from_secs(30);
+
+/// How a store and its watch wait for a failing watch ([`super::watch`] has the rules).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Patience {
+    /// A store that has listed stays readable ([`Health::Synced`]) while its watch has been
+    /// failing for at most this long (`--outage-grace`).
+    pub grace: Duration,
+    /// A retry that has gone this long without an error has resumed its watch: longer than
+    /// any request of the cluster's client may wait for its answer (`--request-timeout`).
+    pub settle: Duration,
+}
+
+impl Patience {
+    /// Whether a store failing with `failure` is within its grace (none when it is zero).
+    fn within(&self, failure: &Failure) -> bool {
+        !self.grace.is_zero() && failure.since.elapsed() <= self.grace
+    }
+}
+
+impl Default for Patience {
+    fn default() -> Self {
+        Patience {
+            grace: DEFAULT_GRACE,
+            settle: Duration::from_secs(12),
+        }
+    }
 }
 
 /// Why a watch failed.
@@ -144,7 +177,13 @@ pub(super) struct Inner<K> {
     in_flight: FastMap<Key, InFlight>,
     /// When expired own writes are next removed from `pending`.
     next_sweep: Instant,
+    /// What the watch last said: listing, synced, or failing since (the grace is applied
+    /// when read: [`Store::health`]).
     pub(super) health: Health,
+    /// Whether a list ever completed (only then does a failing store stay readable).
+    listed_once: bool,
+    /// How long a failing watch is waited for.
+    patience: Patience,
     /// Which groups the store keeps, when it does not keep them all ([`super::scope`]).
     pub(super) scope: Option<Groups<K>>,
 }
@@ -180,6 +219,8 @@ impl<K: Cached> Store<K> {
                 in_flight: FastMap::default(),
                 next_sweep: Instant::now() + SWEEP_EVERY,
                 health: Health::Listing,
+                listed_once: false,
+                patience: Patience::default(),
                 scope: None,
             })),
             group_of,
@@ -194,9 +235,35 @@ impl<K: Cached> Store<K> {
         self.inner.write().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The store's health now.
+    /// The store's health now: a store that has listed and whose watch has been failing for
+    /// no longer than its grace is [`Health::Synced`] (it may miss the events of that time;
+    /// docs/architecture.md, "Consistency of the caches", says why that is safe).
     pub fn health(&self) -> Health {
-        self.read().health.clone()
+        let inner = self.read();
+        match &inner.health {
+            Health::Broken(failure) if inner.listed_once && inner.patience.within(failure) => {
+                Health::Synced
+            }
+            health => health.clone(),
+        }
+    }
+
+    /// Why the watch is failing, since when, also within the grace; `None` when it works.
+    pub fn failing(&self) -> Option<Failure> {
+        match &self.read().health {
+            Health::Broken(failure) => Some(failure.clone()),
+            _ => None,
+        }
+    }
+
+    /// How long a failing watch is waited for.
+    pub fn patience(&self) -> Patience {
+        self.read().patience
+    }
+
+    /// Sets how long a failing watch is waited for.
+    pub fn set_patience(&self, patience: Patience) {
+        self.write().patience = patience;
     }
 
     /// Objects in the store (own writes not counted).
@@ -303,6 +370,7 @@ impl<K: Cached> Store<K> {
         if let Some(scope) = inner.scope.as_mut() {
             scope.list_done();
         }
+        inner.listed_once = true;
         let was = std::mem::replace(&mut inner.health, Health::Synced);
         was != Health::Synced
     }
@@ -356,8 +424,9 @@ impl<K: Cached> Store<K> {
         }
     }
 
-    /// The watch failed: the store keeps what it holds and is [`Health::Broken`] until a
-    /// new list completes.
+    /// The watch failed: the store keeps what it holds, and is failing (since the first
+    /// failure in a row) until a list completes or the watch resumes ([`Store::resumed`]);
+    /// [`Store::health`] says whether it is still readable. A list in progress is abandoned.
     pub fn failed(&self, message: String, not_served: bool) {
         let mut inner = self.write();
         inner.listing = None;
@@ -370,6 +439,24 @@ impl<K: Cached> Store<K> {
             not_served,
             since,
         });
+    }
+
+    /// The failing watch works again without a new list (it delivered an event, or its retry
+    /// was not refused: [`super::watch`]): the store is synced again, and its watch delivers
+    /// what it missed. Returns whether the store had been unreadable ([`Health::Broken`] past
+    /// the grace), i.e. readers may have missed it. A store that never listed, or is listing,
+    /// stays as it is: only its list makes it readable.
+    pub fn resumed(&self) -> bool {
+        let mut inner = self.write();
+        if !inner.listed_once || inner.listing.is_some() {
+            return false;
+        }
+        let Health::Broken(failure) = &inner.health else {
+            return false;
+        };
+        let was_unreadable = !inner.patience.within(failure);
+        inner.health = Health::Synced;
+        was_unreadable
     }
 
     // ---- the writes' side --------------------------------------------------------------------

@@ -3,15 +3,50 @@
 //! what the controller keeps of it before it is stored ([`super::kept`]), and every change
 //! reported to a callback (the triggers).
 //!
-//! One rule is ours: **a watch that fails is listed again**, never resumed in silence. After an
-//! error kube-runtime's watcher would resume from the last resourceVersion, and nothing tells
-//! its user when the watch works again; a store must not be read while it may miss events, so
-//! on the first error the store turns [`Health::Broken`](super::store::Health) and stays so
-//! until a fresh list completes. The list is retried with a backoff (0.5 s doubling to 10 s),
-//! reset by a completed list, or at once when the membership finds the cluster answering
-//! again ([`Watch::wake`]). A watch the server ends cleanly (its timeout, or a dropped stream)
-//! is resumed by the watcher as usual: no event is lost.
+//! **A failing watch resumes where it was.** One watcher stream lives as long as the watch:
+//! after an error it is polled again, and its state machine watches again from the last
+//! resourceVersion it delivered (or a bookmark's), so the server replays every change since,
+//! in order. It lists again only when the server says that version is gone (410 Expired, e.g.
+//! after an API server restart, whose new watch cache starts at the current revision), and
+//! then the old content stays readable until the new list replaces it at once
+//! ([`Store::list_done`]). A new watcher (a new list) is started only when the stream may have
+//! skipped an event: a line that did not decode ([`needs_new_list`]), or a watch *request*
+//! answered 410 (the watcher would retry that version for ever).
+//!
+//! Between retries the watch backs off: 0.5 s doubling to 10 s, each wait ±20 % at random so
+//! the watches of many clusters do not retry in step; at once when the membership finds the
+//! cluster answering again ([`Watch::wake`]); back to 0.5 s once the watch works again. A 410
+//! answer waits only the first step: the server answers, and the list that follows is the
+//! remedy.
+//! kube-runtime's `WatchStreamExt::backoff` is not used: it sleeps inside the stream, where
+//! [`Watch::wake`] cannot cut the wait short, and it resets on any item, including the `Init`
+//! the watcher yields *before* each list request, so a list that keeps failing would be
+//! retried at the first step for ever.
+//!
+//! **When a watch is failing, and when it works again.** It is failing from its first error
+//! (any: refused, timed out, 401/403, 5xx, 410) until one of these proves it works:
+//! - a list completes: the store holds the cluster as it is now;
+//! - it delivers an event: the stream is open from the store's version, and delivers what it
+//!   missed first, in order;
+//! - a retry of the watch itself (not of a list) has gone [`Patience::settle`] without an
+//!   error. kube-runtime does not tell when its watch request succeeds, but every request of
+//!   our clients is answered or fails within `--request-timeout` (the settle is longer), and a
+//!   server that cannot resume from the version says so in the first line of its answer
+//!   (410); so a retry quiet for that long has an open watch from the store's version, in a
+//!   cluster where nothing changed since. Bookmarks would prove it too, but the watcher keeps
+//!   them to itself, and the membership probe answering says only that the server answers.
+//!
+//! While failing, a store that has listed stays readable for `--outage-grace` (30 s by
+//! default) from the first error ([`Store::health`]): an outage shorter than that, an API
+//! server restart say, does not make the member unreadable, so the conditions do not turn
+//! False and back. Past the grace the store is unreadable (the conditions say for how long it
+//! has been failing) until it works again; it then triggers every MCS as a list does
+//! ([`News::Synced`]). A store that has never listed has nothing to show and is unreadable at
+//! its first error. Why reading a store that may miss events is safe: docs/architecture.md,
+//! "Consistency of the caches". A watch the server ends cleanly (its timeout, a dropped
+//! stream) is resumed by the watcher without an error: no event is lost.
 
+use std::hash::{BuildHasher, Hasher};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -20,14 +55,20 @@ use kube::runtime::watcher::{self, Event, watcher};
 use kube::{Api, Resource};
 use serde::de::DeserializeOwned;
 use tokio::sync::Notify;
+use tokio::time::Instant;
 
-use super::store::{Cached, Store};
+use super::store::{Cached, Health, Store};
 use crate::clusters::api_error::{Kind, chain, kind_of};
 
-/// The first wait before listing again after a failure.
+#[cfg(doc)]
+use super::store::Patience;
+
+/// The first wait before retrying after a failure.
 const BACKOFF_FIRST: Duration = Duration::from_millis(500);
-/// The longest wait before listing again.
+/// The longest wait before retrying.
 const BACKOFF_MAX: Duration = Duration::from_secs(10);
+/// How far each wait is moved at random, as a fraction of it (either way).
+const JITTER: f64 = 0.2;
 
 /// What a watch tells its owner.
 #[derive(Debug)]
@@ -44,9 +85,11 @@ pub enum News<'a, K> {
         left: Option<&'a str>,
         own: bool,
     },
-    /// A list completed; `returned` when the store was not readable before.
+    /// A list completed, or a watch that was failing for longer than the grace works again;
+    /// `returned` when readers may have missed changes (the store was not readable, or a list
+    /// replaced its content): every MCS is reconciled.
     Synced { returned: bool },
-    /// The watch failed (the store is broken until the next list completes).
+    /// The watch failed (once per error; the store stays readable within the grace).
     Failed { message: &'a str, kind: Kind },
 }
 
@@ -64,12 +107,150 @@ pub struct Watch<K: Resource, C> {
     pub keep: fn(K) -> C,
     /// Also given every event as watched (the kube-runtime store the Controller runs on).
     pub mirror: Option<Mirror<K>>,
-    /// Ends the wait before listing again after a failure (the cluster answers again).
+    /// Ends the wait before retrying after a failure (the cluster answers again).
     pub wake: Arc<Notify>,
 }
 
 /// A second consumer of a watch's events.
 pub type Mirror<K> = Box<dyn FnMut(&Event<K>) + Send>;
+
+/// Where a failing watch is: the failing/working rule of the module, apart from the I/O.
+#[derive(Debug, Default)]
+struct Failing {
+    /// An error came since the watch last proved to work.
+    failing: bool,
+    /// When the retry under way started (polling again after the backoff); `None` before it.
+    retry: Option<Instant>,
+    /// The watcher is listing (an `Init` came, its `InitDone` not yet): only the list's end
+    /// proves anything.
+    listing: bool,
+    /// The store's turning unreadable has been logged.
+    told_unreadable: bool,
+}
+
+/// What an item of the stream proves.
+#[derive(Debug, PartialEq, Eq)]
+enum Proof {
+    /// Nothing (an object of a list, a list starting).
+    Nothing,
+    /// The watch delivered a change: it is open from the store's version.
+    Event,
+    /// A list completed.
+    Listed,
+}
+
+impl Failing {
+    /// An error: failing from now, until a proof. Returns whether it is the first in a row.
+    fn failed(&mut self) -> bool {
+        let first = !self.failing;
+        self.failing = true;
+        self.retry = None;
+        self.listing = false;
+        first
+    }
+
+    /// The retry starts (the backoff is over).
+    fn retrying(&mut self, now: Instant) {
+        self.retry = Some(now);
+    }
+
+    /// An item of the stream; whether it ends a failure (the watch works again).
+    fn item(&mut self, proof: Proof, init: bool) -> bool {
+        if init {
+            self.listing = true;
+        }
+        let proved = match proof {
+            Proof::Nothing => false,
+            Proof::Listed => {
+                self.listing = false;
+                true
+            }
+            Proof::Event => !self.listing,
+        };
+        self.recovered_if(proved)
+    }
+
+    /// When a quiet retry proves the watch resumed: its start plus `settle`, while failing and
+    /// not listing.
+    fn quiet_at(&self, settle: Duration) -> Option<Instant> {
+        if !self.failing || self.listing {
+            return None;
+        }
+        self.retry.map(|at| at + settle)
+    }
+
+    /// The retry stayed quiet until [`Failing::quiet_at`]: the watch works again.
+    fn quiet(&mut self) -> bool {
+        self.recovered_if(self.failing && !self.listing && self.retry.is_some())
+    }
+
+    fn recovered_if(&mut self, proved: bool) -> bool {
+        if !(proved && self.failing) {
+            return false;
+        }
+        *self = Failing::default();
+        true
+    }
+}
+
+/// The waits between retries: [`BACKOFF_FIRST`] doubling to [`BACKOFF_MAX`], each moved by
+/// up to ±[`JITTER`] at random.
+#[derive(Debug)]
+struct Backoff {
+    next: Duration,
+}
+
+impl Default for Backoff {
+    fn default() -> Self {
+        Backoff {
+            next: BACKOFF_FIRST,
+        }
+    }
+}
+
+impl Backoff {
+    /// The next wait.
+    fn next_wait(&mut self) -> Duration {
+        let base = self.next;
+        self.next = (base * 2).min(BACKOFF_MAX);
+        let spread = 1.0 + JITTER * (2.0 * unit_random() - 1.0);
+        base.mul_f64(spread).min(BACKOFF_MAX)
+    }
+
+    /// The watch works: the next failure waits [`BACKOFF_FIRST`].
+    fn reset(&mut self) {
+        self.next = BACKOFF_FIRST;
+    }
+}
+
+/// A number in [0, 1), random enough to spread retries (std's randomly keyed hasher).
+fn unit_random() -> f64 {
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+    hasher.write_u128(now.map_or(0, |d| d.as_nanos()));
+    (hasher.finish() >> 11) as f64 / (1u64 << 53) as f64
+}
+
+/// Whether `err` is the server's 410 Expired to a watch: the watcher lists next.
+fn gone(err: &watcher::Error) -> bool {
+    matches!(err, watcher::Error::WatchError(status) if status.code == 410)
+}
+
+/// Whether `err` means the stream may have skipped an event, or cannot resume by itself: a
+/// new watcher (a new list) is needed. A line that does not decode is an event lost while the
+/// stream goes on; a watch request answered 410 (rather than a 410 ERROR event, which the
+/// watcher handles by listing) would be retried from the same version for ever.
+fn needs_new_list(err: &watcher::Error) -> bool {
+    match err {
+        watcher::Error::WatchFailed(
+            kube::Error::SerdeError(_)
+            | kube::Error::LinesCodecMaxLineLengthExceeded
+            | kube::Error::Api(_),
+        ) => true,
+        watcher::Error::WatchStartFailed(kube::Error::Api(status)) => status.code == 410,
+        _ => false,
+    }
+}
 
 impl<K, C> Watch<K, C>
 where
@@ -78,47 +259,118 @@ where
 {
     /// Runs for ever (abort the task to stop it), telling `news` what happens.
     pub async fn run(mut self, mut news: impl FnMut(News<'_, C>) + Send) {
-        let mut backoff = BACKOFF_FIRST;
+        let mut backoff = Backoff::default();
+        let mut state = Failing::default();
         loop {
             let mut events = watcher(self.api.clone(), self.config.clone()).boxed();
-            while let Some(event) = events.next().await {
-                match event {
-                    Ok(event) => {
-                        if self.apply(event, &mut news) {
-                            backoff = BACKOFF_FIRST;
+            loop {
+                let quiet_at = state.quiet_at(self.store.patience().settle);
+                let next = tokio::select! {
+                    next = events.next() => next,
+                    () = sleep_until(quiet_at) => {
+                        if state.quiet() {
+                            self.works_again("its watch was resumed", &mut news);
+                            backoff.reset();
                         }
+                        continue;
                     }
-                    Err(err) => {
-                        let (message, kind) = describe(&self.cluster, self.resource, &err);
-                        let not_served = kind == Kind::NotFound;
-                        if kind.is_credentials() {
-                            tracing::warn!(cluster = %self.cluster, resource = self.resource,
-                                error = %message, retry_in = ?backoff,
-                                "member cluster refuses our credentials (docs/api-errors.md): fix its kubeconfig or secret, or its RBAC");
-                        } else {
-                            tracing::warn!(cluster = %self.cluster, resource = self.resource,
-                                error = %message, retry_in = ?backoff,
-                                "watch failed; the cluster's cache is not read until it is listed again");
+                };
+                let err = match next {
+                    Some(Ok(event)) => {
+                        let init = matches!(event, Event::Init);
+                        let proof = match event {
+                            Event::InitDone => Proof::Listed,
+                            Event::Apply(_) | Event::Delete(_) => Proof::Event,
+                            _ => Proof::Nothing,
+                        };
+                        let was_failing = state.failing;
+                        if state.item(proof, init) {
+                            backoff.reset();
+                            // A list says so itself ([`News::Synced`] from `apply`).
+                            if !matches!(event, Event::InitDone) {
+                                self.works_again("its watch delivers again", &mut news);
+                            } else if was_failing {
+                                tracing::info!(cluster = %self.cluster, resource = self.resource,
+                                    "listed again after a failure");
+                            }
                         }
-                        news(News::Failed {
-                            message: &message,
-                            kind,
-                        });
-                        self.store.failed(message, not_served);
-                        break;
+                        self.apply(event, &mut news);
+                        continue;
                     }
+                    Some(Err(err)) => err,
+                    // The watcher's stream never ends; a new one if it does.
+                    None => break,
+                };
+                // After a 410 the server answers: the list that follows is the remedy, after
+                // the first step only (a list that fails goes on with the backoff).
+                let wait = if gone(&err) {
+                    Backoff::default().next_wait()
+                } else {
+                    backoff.next_wait()
+                };
+                self.failed(&err, &mut state, &mut news, wait);
+                let new_list = needs_new_list(&err);
+                back_off(wait, &self.wake).await;
+                if new_list {
+                    break;
                 }
+                state.retrying(Instant::now());
             }
-            tokio::select! {
-                () = tokio::time::sleep(backoff) => {}
-                () = self.wake.notified() => {}
-            }
-            backoff = (backoff * 2).min(BACKOFF_MAX);
+            state.retrying(Instant::now());
         }
     }
 
-    /// Applies one event to the store; whether it completed a list.
-    fn apply(&mut self, event: Event<K>, news: &mut impl FnMut(News<'_, C>)) -> bool {
+    /// Reports an error: news, the store, the log.
+    fn failed(
+        &self,
+        err: &watcher::Error,
+        state: &mut Failing,
+        news: &mut impl FnMut(News<'_, C>),
+        retry_in: Duration,
+    ) {
+        let (message, kind) = describe(&self.cluster, self.resource, err);
+        let first = state.failed();
+        news(News::Failed {
+            message: &message,
+            kind,
+        });
+        self.store.failed(message.clone(), kind == Kind::NotFound);
+        let grace = self.store.patience().grace;
+        let unreadable = matches!(self.store.health(), Health::Broken(_));
+        let (cluster, resource) = (&self.cluster, self.resource);
+        if kind.is_credentials() && first {
+            tracing::warn!(%cluster, resource, error = %message, ?retry_in,
+                "member cluster refuses our credentials (docs/api-errors.md): fix its kubeconfig or secret, or its RBAC");
+        } else if unreadable && !state.told_unreadable {
+            state.told_unreadable = true;
+            let failing_for = self.store.failing().map(|f| f.since.elapsed());
+            tracing::warn!(%cluster, resource, error = %message, ?retry_in, ?failing_for,
+                "watch still failing: the cluster's cache is not read until it works again");
+        } else if first {
+            tracing::warn!(%cluster, resource, error = %message, ?retry_in, ?grace,
+                "watch failed; retrying from its last resourceVersion (the cache stays readable for the grace)");
+        } else {
+            tracing::debug!(%cluster, resource, error = %message, ?retry_in, "watch retry failed");
+        }
+        if unreadable {
+            state.told_unreadable = true;
+        }
+    }
+
+    /// A failing watch works again without a list: the store is synced, and if it had been
+    /// unreadable its readers catch up.
+    fn works_again(&self, how: &str, news: &mut impl FnMut(News<'_, C>)) {
+        let failed_for = self.store.failing().map(|f| f.since.elapsed());
+        let returned = self.store.resumed();
+        tracing::info!(cluster = %self.cluster, resource = self.resource, ?failed_for,
+            "{how}; the cluster's cache is current again");
+        if returned {
+            news(News::Synced { returned });
+        }
+    }
+
+    /// Applies one event to the store.
+    fn apply(&mut self, event: Event<K>, news: &mut impl FnMut(News<'_, C>)) {
         if let Some(mirror) = self.mirror.as_mut() {
             mirror(&event);
         }
@@ -133,10 +385,9 @@ where
                 let returned = self.store.list_done();
                 if returned {
                     tracing::info!(cluster = %self.cluster, resource = self.resource,
-                        objects = self.store.len(), "listed; the cluster's cache is readable");
+                        objects = self.store.len(), "listed; the cluster's cache is current");
                 }
                 news(News::Synced { returned });
-                return true;
             }
             Event::Apply(object) => {
                 let (applied, object) = self.store.applied((self.keep)(object));
@@ -160,7 +411,22 @@ where
                 });
             }
         }
-        false
+    }
+}
+
+/// Waits `wait` before the next retry, or until `wake` says the cluster answers again.
+async fn back_off(wait: Duration, wake: &Notify) {
+    tokio::select! {
+        () = tokio::time::sleep(wait) => {}
+        () = wake.notified() => {}
+    }
+}
+
+/// Sleeps until `at`, or for ever without one.
+async fn sleep_until(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
     }
 }
 
@@ -182,3 +448,6 @@ fn describe(cluster: &str, resource: &str, err: &watcher::Error) -> (String, Kin
         kind,
     )
 }
+
+#[cfg(test)]
+mod tests;

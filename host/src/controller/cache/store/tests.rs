@@ -136,14 +136,14 @@ fn a_failed_watch_keeps_the_objects_and_a_new_list_replaces_them_and_settles_own
     ]);
     store.wrote(slice("m1-web-1", "web", "u9", "30"));
     store.failed("connection refused".into(), false);
-    let Health::Broken(first) = store.health() else {
-        panic!("broken");
+    let Some(first) = store.failing() else {
+        panic!("failing");
     };
     assert_eq!(store.group("shop", "web").len(), 2, "kept while broken");
     store.list_started();
     store.failed("connection refused again".into(), false);
-    let Health::Broken(second) = store.health() else {
-        panic!("still broken");
+    let Some(second) = store.failing() else {
+        panic!("still failing");
     };
     assert_eq!(second.since, first.since, "broken since the first failure");
     store.list_started();
@@ -316,7 +316,7 @@ fn a_list_that_never_started_is_refused_and_leaves_the_store_as_it_is() {
     let store = synced(vec![slice("web-1", "web", "u1", "10")]);
     store.failed("connection refused".into(), false);
     assert!(!store.list_done(), "the failure ended the list");
-    assert!(matches!(store.health(), Health::Broken(_)));
+    assert!(store.failing().is_some());
     assert_eq!(store.len(), 1, "nothing pruned");
 
     store.list_started();
@@ -372,4 +372,97 @@ fn expired_own_writes_are_removed_from_the_overlay() {
     store.applied(slice("other", "api", "u4", "23"));
     assert_eq!(store.pending(), 0);
     assert!(store.read().pending.is_empty());
+}
+
+/// Patience of `grace`, settling after a second.
+fn patience(grace: Duration) -> Patience {
+    Patience {
+        grace,
+        settle: Duration::from_secs(1),
+    }
+}
+
+#[test]
+fn a_listed_store_stays_readable_while_its_watch_fails_within_the_grace() {
+    let store = synced(vec![slice("web-1", "web", "u1", "10")]);
+    store.set_patience(patience(Duration::from_secs(30)));
+    store.failed("connection refused".into(), false);
+    assert_eq!(store.health(), Health::Synced, "readable within the grace");
+    let failure = store.failing().expect("failing");
+    assert_eq!(failure.message, "connection refused");
+    // A re-list (410) in progress: the old content stays readable until it ends.
+    store.list_started();
+    store.listed(slice("web-2", "web", "u2", "12"));
+    assert_eq!(store.health(), Health::Synced);
+    assert_eq!(names(&store.group("shop", "web")), ["web-1@10"]);
+    assert!(
+        store.list_done(),
+        "a list after a failure: readers catch up"
+    );
+    assert_eq!(names(&store.group("shop", "web")), ["web-2@12"]);
+    assert_eq!(store.failing(), None);
+}
+
+#[test]
+fn past_the_grace_a_failing_store_is_broken_until_its_watch_resumes() {
+    let store = synced(vec![slice("web-1", "web", "u1", "10")]);
+    store.set_patience(patience(Duration::ZERO));
+    store.failed("connection refused".into(), false);
+    std::thread::sleep(Duration::from_millis(2));
+    let Health::Broken(failure) = store.health() else {
+        panic!("broken past the grace");
+    };
+    assert_eq!(failure.message, "connection refused");
+    assert_eq!(store.len(), 1, "nothing dropped");
+    assert!(store.resumed(), "it had been unreadable: readers catch up");
+    assert_eq!(store.health(), Health::Synced);
+    assert!(!store.resumed(), "resumed once");
+
+    store.set_patience(patience(Duration::from_secs(30)));
+    store.failed("connection refused".into(), false);
+    assert!(
+        !store.resumed(),
+        "resumed within the grace: nobody saw it fail"
+    );
+    assert_eq!(store.health(), Health::Synced);
+}
+
+#[test]
+fn a_store_that_never_listed_is_broken_at_once_and_only_a_list_makes_it_readable() {
+    let store = Store::new(service_of);
+    store.set_patience(patience(Duration::from_secs(30)));
+    store.list_started();
+    store.failed("connection refused".into(), false);
+    assert!(
+        matches!(store.health(), Health::Broken(_)),
+        "nothing to show: no grace"
+    );
+    assert!(!store.resumed(), "only a list makes it readable");
+    assert!(matches!(store.health(), Health::Broken(_)));
+
+    // A listed store whose re-list is in progress is not resumed by the watch either.
+    let store = synced(vec![slice("web-1", "web", "u1", "10")]);
+    store.set_patience(patience(Duration::ZERO));
+    store.failed("410 Gone".into(), false);
+    store.list_started();
+    assert!(!store.resumed());
+    store.listed(slice("web-1", "web", "u1", "10"));
+    assert!(store.list_done());
+    assert_eq!(store.health(), Health::Synced);
+}
+
+#[test]
+fn consecutive_failures_keep_the_first_failures_time() {
+    let store = synced(vec![]);
+    store.set_patience(patience(Duration::from_secs(30)));
+    store.failed("a".into(), false);
+    let first = store.failing().unwrap().since;
+    std::thread::sleep(Duration::from_millis(2));
+    store.failed("b".into(), false);
+    let second = store.failing().unwrap();
+    assert_eq!(second.since, first);
+    assert_eq!(second.message, "b", "the latest error is shown");
+    store.resumed();
+    store.failed("c".into(), false);
+    assert!(store.failing().unwrap().since > first, "a new outage");
 }
