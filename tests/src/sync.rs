@@ -131,7 +131,9 @@ impl World {
     }
 
     /// Starts `mcs-policy sync --kubeconfig <all clusters> --hub hub --resync-interval <resync>
-    /// <extra>`; returns the controller's index.
+    /// <extra>`; returns the controller's index. Unless `extra` sets `--outage-grace`, it is
+    /// `0s`: a failing cluster is reported at once, so the tests of what follows a failure
+    /// need not outwait the grace (`sync_apiserver_restart.rs` tests the grace itself).
     pub fn spawn_sync(&mut self, resync: &str, extra: &[&str]) -> usize {
         let kubeconfig = self.kubeconfig();
         let mut args: Vec<String> = vec![
@@ -143,6 +145,9 @@ impl World {
             "--resync-interval".into(),
             resync.into(),
         ];
+        if !extra.iter().any(|a| a.starts_with("--outage-grace")) {
+            args.extend(["--outage-grace".into(), "0s".into()]);
+        }
         args.extend(extra.iter().map(|s| s.to_string()));
         self.spawn_controller(&args)
     }
