@@ -16,6 +16,7 @@
 
 mod args;
 pub mod cache;
+pub mod clusterset;
 pub mod leader;
 pub mod names;
 pub mod pass;

@@ -385,6 +385,9 @@ struct Shared {
 struct State {
     /// `None` until the hub's MCSs have listed.
     wanted: Option<HashSet<Key>>,
+    /// Groups wanted besides the MCSs' ([`Scope::also_want`]: the exported names of the
+    /// Multi-Cluster Services API), whether or not the MCSs have listed.
+    also: HashSet<Key>,
     followers: HashMap<u64, Box<dyn Follower>>,
     next_id: u64,
 }
@@ -437,6 +440,9 @@ impl Scope {
                 store.want(namespace, group);
             }
         }
+        for (namespace, group) in &state.also {
+            store.want(namespace, group);
+        }
         let id = state.next_id;
         state.next_id += 1;
         state.followers.insert(id, Box::new(store.clone()));
@@ -463,11 +469,11 @@ impl Scope {
         };
         let group = key(namespace, name);
         let changed = if wanted {
-            set.insert(group)
+            set.insert(group.clone())
         } else {
             set.remove(&group)
         };
-        if changed {
+        if changed && !state.also.contains(&group) {
             for follower in state.followers.values() {
                 if wanted {
                     follower.want(namespace, name);
@@ -485,7 +491,9 @@ impl Scope {
         let before = state.wanted.take().unwrap_or_default();
         for follower in state.followers.values() {
             for (namespace, group) in before.difference(&now) {
-                follower.unwant(namespace, group);
+                if !state.also.contains(&(namespace.clone(), group.clone())) {
+                    follower.unwant(namespace, group);
+                }
             }
             for (namespace, group) in now.difference(&before) {
                 follower.want(namespace, group);
@@ -493,6 +501,30 @@ impl Scope {
         }
         state.wanted = Some(now);
         self.0.ready.send_replace(true);
+    }
+
+    /// `namespace/name` is (`wanted`) or is no longer wanted besides the MCSs' groups (the
+    /// clusterset's exported names and their derived Services): the members' stores keep it
+    /// whole while either wants it.
+    pub fn also_want(&self, namespace: &str, name: &str, wanted: bool) {
+        let mut state = self.state();
+        let state = &mut *state;
+        let group = key(namespace, name);
+        let changed = if wanted {
+            state.also.insert(group.clone())
+        } else {
+            state.also.remove(&group)
+        };
+        let by_mcs = state.wanted.as_ref().is_some_and(|w| w.contains(&group));
+        if changed && !by_mcs {
+            for follower in state.followers.values() {
+                if wanted {
+                    follower.want(namespace, name);
+                } else {
+                    follower.unwant(namespace, name);
+                }
+            }
+        }
     }
 }
 

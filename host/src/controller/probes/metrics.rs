@@ -37,6 +37,8 @@ pub struct Metrics {
     cached: Family<Labels, Gauge>,
     pending: Gauge,
     heap: Gauge,
+    clusterset_passes: Counter,
+    clusterset_writes: Family<Labels, Counter>,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -118,7 +120,21 @@ impl Default for Metrics {
             "Bytes the controller's heap holds (glibc mallinfo2; 0 where unknown): with cached_objects, what a cached object costs",
             heap.clone(),
         );
+        let clusterset_passes = Counter::default();
+        registry.register(
+            "clusterset_passes",
+            "Passes over one exported name of the Multi-Cluster Services API (ServiceExport) across the clusterset",
+            clusterset_passes.clone(),
+        );
+        let clusterset_writes = Family::<Labels, Counter>::default();
+        registry.register(
+            "clusterset_writes",
+            "Writes of the clusterset passes that changed something, by object (export_status, import, import_status, import_delete, derived_service, derived_service_delete, slice, slice_delete)",
+            clusterset_writes.clone(),
+        );
         Metrics {
+            clusterset_passes,
+            clusterset_writes,
             cached,
             pending,
             heap,
@@ -139,6 +155,18 @@ impl Default for Metrics {
 impl Metrics {
     pub fn pass(&self) {
         self.passes.inc();
+    }
+
+    /// A clusterset pass over one exported name.
+    pub fn clusterset_pass(&self) {
+        self.clusterset_passes.inc();
+    }
+
+    /// A clusterset write of `object` that changed something.
+    pub fn clusterset_write(&self, object: &'static str) {
+        self.clusterset_writes
+            .get_or_create(&vec![("object", object.to_string())])
+            .inc();
     }
 
     pub fn reconcile(&self) {

@@ -49,6 +49,7 @@ use crate::clusters::{Membership, Registry, Source};
 use crate::controller::cache::triggers::Reactions;
 use crate::controller::cache::triggers::{Changes, watch_mcs};
 use crate::controller::cache::{Caches, Health, Members};
+use crate::controller::clusterset::Clusterset;
 use crate::controller::names::{mcs_resource, object_name};
 use crate::controller::pass::{self, chain};
 use crate::controller::{Context, SyncArgs};
@@ -121,10 +122,20 @@ pub async fn sync(
     let (mcs_watch, mcs) = watch_mcs(hub, ctx.caches.hub.mcs.clone(), writer, reactions.clone());
     let services_watch = ctx.caches.hub.watch_services(hub, &reactions);
     let _tasks = Tasks(vec![mcs_watch, services_watch]);
+    // The upstream Multi-Cluster Services API over the same members: it hears the member
+    // caches too, and runs beside the MCS Controller.
+    let clusterset = Clusterset::new(ctx.triggers.scope.clone(), ctx.metrics.clone());
+    let listener = clusterset.listener(reactions.clone());
+    let _clusterset = clusterset.spawn(
+        ctx.clone(),
+        membership.clone(),
+        args.resync_interval,
+        args.workers,
+    );
     let mut members = Members::new(&ctx.caches);
     let first = refresh(&source, &membership).await;
     if let Some(first) = &first {
-        members.follow(&first.registry, &reactions);
+        members.follow(&first.registry, &listener);
     }
     first_lists(&ctx.caches, FIRST_LIST_WAIT).await;
     let mut members_read = first.is_some();
@@ -180,7 +191,7 @@ pub async fn sync(
                     };
                     members_read = true;
                     report_synced(&ctx, members_read);
-                    members.follow(&news.registry, &reactions);
+                    members.follow(&news.registry, &listener);
                     members.wake(&news.returned);
                     if news.unsynced_changed {
                         // The MCSs that list a cluster that is, or was, not synced report it.

@@ -12,8 +12,8 @@ use k8s_openapi::api::core::v1::Service;
 
 use crate::engine::convert::{self, ServiceChange};
 use crate::engine::types::{
-    EndpointSlice, McsRef, PassDecision, PassRead, Reported, StatusBasis, StatusNow, StatusUpdate,
-    SyncPlan, SyncSettings, WriteFailures,
+    ClustersetDecision, ClustersetRead, EndpointSlice, McsRef, PassDecision, PassRead, Reported,
+    StatusBasis, StatusNow, StatusUpdate, SyncPlan, SyncSettings, WriteFailures,
 };
 use crate::engine::{EngineError, INLINE_SLICE, PolicyEngine};
 
@@ -150,6 +150,26 @@ impl Decider {
             engine.conclude(&basis, &failures, &current, reported.as_ref(), budget)
         })
         .await
+    }
+
+    /// WIT `clusterset-decide`: what every member must write for the exported name `object`
+    /// (`namespace/name`), from what the pass read. `Err(Decode)` carries the component's
+    /// answer when an object is not JSON of its kind or two members share a cluster id.
+    pub async fn clusterset_decide(
+        &self,
+        object: &str,
+        read: ClustersetRead,
+    ) -> Result<ClustersetDecision, DecideError> {
+        let engine = self.engine.clone();
+        let answer = self
+            .blocking(object, move |budget| {
+                engine.clusterset_decide(&read, budget)
+            })
+            .await?;
+        answer.map_err(|message| DecideError::Decode {
+            object: object.to_string(),
+            message,
+        })
     }
 
     /// Runs `call` (a pure component call, given its budget) on this task's worker first, with

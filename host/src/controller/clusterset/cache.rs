@@ -1,0 +1,193 @@
+//! The clusterset's own caches, per member: its ServiceExports (every namespace), its
+//! ServiceImports, and its ClusterProperties (for `cluster.clusterset.k8s.io`), each filled by
+//! a watch ([`crate::controller::cache::watch`]) into a [`Store`], as the MultiClusterService
+//! side's caches are. The member's Services and EndpointSlices are the shared member caches
+//! ([`crate::controller::cache::Member`]), which keep the exported names and their derived
+//! Services' names through [`crate::controller::cache::Scope::also_want`] ([`super::keys`]).
+//!
+//! A member that does not serve `multicluster.x-k8s.io` (its list answers 404: the CRDs are not
+//! installed) has no exports and no imports: it takes no part in a pass, and its watches keep
+//! retrying (every 10 s at most), so installing the CRDs later brings it in.
+
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+
+use kube::Api;
+use kube::api::DynamicObject;
+use kube::runtime::watcher;
+use tokio::task::JoinHandle;
+
+use super::names::{export_resource, import_resource, property_resource};
+use crate::clusters::Registry;
+use crate::controller::cache::kept;
+use crate::controller::cache::watch::{News, Watch};
+use crate::controller::cache::{Cached, Health, Patience, Store, Unreadable};
+
+/// One member's clusterset caches.
+#[derive(Clone)]
+pub struct Stores {
+    pub exports: Store<DynamicObject>,
+    pub imports: Store<DynamicObject>,
+    pub properties: Store<DynamicObject>,
+}
+
+impl Stores {
+    fn new(patience: Patience) -> Stores {
+        let stores = Stores {
+            exports: Store::new(name_of),
+            imports: Store::new(name_of),
+            properties: Store::new(name_of),
+        };
+        stores.exports.set_patience(patience);
+        stores.imports.set_patience(patience);
+        stores.properties.set_patience(patience);
+        stores
+    }
+
+    /// Whether the member does not serve the Multi-Cluster Services API (404 on the list of
+    /// ServiceExports or ServiceImports).
+    pub fn not_served(&self) -> bool {
+        let not_served =
+            |store: &Store<DynamicObject>| store.failing().is_some_and(|f| f.not_served);
+        not_served(&self.exports) || not_served(&self.imports)
+    }
+
+    /// Why the member's clusterset caches cannot be read now (`None`: they can). A member that
+    /// does not serve ClusterProperties reads as having none.
+    pub fn unreadable(&self) -> Option<Unreadable> {
+        let state = |health: Health| match health {
+            Health::Synced => None,
+            Health::Listing => Some(Unreadable::Listing),
+            Health::Broken(failure) => Some(Unreadable::Broken(failure)),
+        };
+        state(self.exports.health())
+            .or_else(|| state(self.imports.health()))
+            .or_else(|| match self.properties.health() {
+                Health::Broken(f) if f.not_served => None,
+                health => state(health),
+            })
+    }
+
+    /// The value of the ClusterProperty `cluster.clusterset.k8s.io`, as last read.
+    pub fn cluster_property(&self) -> Option<String> {
+        let property = self.properties.get("", super::names::CLUSTER_PROPERTY)?;
+        property
+            .data
+            .pointer("/spec/value")
+            .and_then(|v| v.as_str())
+            .map(str::to_string)
+    }
+}
+
+/// What the clusterset's watches tell: `(cluster, resource, news)`.
+pub trait Hears: Clone + Send + Sync + 'static {
+    fn heard(&self, cluster: &str, resource: Resource, news: News<'_, DynamicObject>);
+}
+
+/// Which of the clusterset's stores a piece of news comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Resource {
+    Exports,
+    Imports,
+    Properties,
+}
+
+/// The running clusterset caches of the members, following the membership.
+#[derive(Default)]
+pub struct Members {
+    running: HashMap<String, (u64, Vec<JoinHandle<()>>)>,
+    /// What passes read: the stores by member name.
+    pub shared: Arc<RwLock<HashMap<String, Stores>>>,
+}
+
+impl Drop for Members {
+    fn drop(&mut self) {
+        for (_, (_, tasks)) in self.running.drain() {
+            for task in tasks {
+                task.abort();
+            }
+        }
+    }
+}
+
+impl Members {
+    /// The clusterset stores of member `name`, if cached.
+    pub fn stores(shared: &RwLock<HashMap<String, Stores>>, name: &str) -> Option<Stores> {
+        let shared = shared.read().unwrap_or_else(|p| p.into_inner());
+        shared.get(name).cloned()
+    }
+
+    /// Starts the caches of members of `registry` not cached yet (or through another client);
+    /// stops those of members no longer in it.
+    pub fn follow<H: Hears>(&mut self, registry: &Registry, patience: Patience, hears: &H) {
+        let mut shared = self.shared.write().unwrap_or_else(|p| p.into_inner());
+        let stale: Vec<String> = self
+            .running
+            .iter()
+            .filter(|(name, (client_id, _))| {
+                registry
+                    .member(name)
+                    .is_none_or(|m| m.client_id != *client_id)
+            })
+            .map(|(name, _)| name.clone())
+            .collect();
+        for name in stale {
+            if let Some((_, tasks)) = self.running.remove(&name) {
+                for task in tasks {
+                    task.abort();
+                }
+            }
+            shared.remove(&name);
+        }
+        for member in &registry.members {
+            if self.running.contains_key(&member.name) {
+                continue;
+            }
+            let stores = Stores::new(patience);
+            let watch = |resource: Resource, api, store: &Store<DynamicObject>| {
+                let watch = Watch {
+                    cluster: member.name.clone(),
+                    resource: match resource {
+                        Resource::Exports => "serviceexports",
+                        Resource::Imports => "serviceimports",
+                        Resource::Properties => "clusterproperties",
+                    },
+                    api,
+                    config: watcher::Config::default(),
+                    store: store.clone(),
+                    keep: kept::mcs,
+                    mirror: None,
+                    wake: Arc::default(),
+                };
+                let hears = hears.clone();
+                let cluster = member.name.clone();
+                tokio::spawn(watch.run(move |news| hears.heard(&cluster, resource, news)))
+            };
+            let client = &member.client;
+            let tasks = vec![
+                watch(
+                    Resource::Exports,
+                    Api::all_with(client.clone(), &export_resource()),
+                    &stores.exports,
+                ),
+                watch(
+                    Resource::Imports,
+                    Api::all_with(client.clone(), &import_resource()),
+                    &stores.imports,
+                ),
+                watch(
+                    Resource::Properties,
+                    Api::all_with(client.clone(), &property_resource()),
+                    &stores.properties,
+                ),
+            ];
+            shared.insert(member.name.clone(), stores);
+            self.running
+                .insert(member.name.clone(), (member.client_id, tasks));
+        }
+    }
+}
+
+fn name_of<K: Cached>(object: &K) -> Option<&str> {
+    Some(object.name())
+}

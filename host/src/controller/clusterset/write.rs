@@ -1,0 +1,387 @@
+//! The *write* step of a clusterset pass: what `clusterset-decide` answered, member by member
+//! (every member at once, each member's writes in order: the ServiceExport's conditions, the
+//! ServiceImport, its status, the derived Service, the imported slices). A failure is logged,
+//! counted and makes the pass be retried; the member's other writes and the other members go on.
+//!
+//! - ServiceExport conditions: a merge patch of `/status` carrying the resourceVersion read; a
+//!   409 (someone else wrote the export since the cache showed it) ends the write, and the
+//!   pass is run again on what the cache holds then ([`Outcome::conflicts`]).
+//! - ServiceImport, its status, the derived Service, imported slices: server-side apply with
+//!   the controller's field manager (creating the namespace when the member lacks it).
+//! - Deletions carry the uid and resourceVersion the pass read as preconditions.
+//!
+//! Every write goes through its store's [`Store::writing`] guard: its own watch event is not
+//! news, anybody else's change meanwhile asks for another pass.
+
+use std::time::Duration;
+
+use futures::future::join_all;
+use k8s_openapi::api::core::v1::Service;
+use kube::api::{DeleteParams, DynamicObject, Patch, PatchParams, Preconditions};
+use kube::{Api, Client};
+use serde_json::{Value, json};
+
+use super::keys::Keys;
+use super::names::{derived_name, export_resource, import_resource};
+use super::read::{Read, Snapshot};
+use crate::clusters::api_error::{Kind, chain, kind_of};
+use crate::controller::cache::{Cached, Store, kept};
+use crate::controller::pass::write::apply::{apply_copy, delete_slice};
+use crate::controller::pass::write::namespace::with_namespace;
+use crate::controller::probes::metrics::Metrics;
+use crate::engine::convert;
+use crate::engine::types::{ClustersetDecision, ClustersetMemberDecision, ObjectWrite};
+
+/// What the writes of a pass did.
+#[derive(Debug, Default)]
+pub struct Outcome {
+    /// Objects written (applied, patched or deleted).
+    pub written: usize,
+    /// Writes that failed, with the cluster and the kind of failure.
+    pub failures: Vec<(String, Kind)>,
+    /// ServiceExport status writes refused on their resourceVersion: run the pass again.
+    pub conflicts: usize,
+}
+
+/// Where a pass writes: the clients and what the writes need.
+pub struct Target<'a> {
+    pub clients: Vec<(String, Client)>,
+    pub field_manager: &'a str,
+    pub keys: &'a Keys,
+    pub metrics: &'a Metrics,
+    pub namespace: &'a str,
+    pub name: &'a str,
+}
+
+/// Carries out `decision` in every member it names.
+pub async fn write_all(
+    target: &Target<'_>,
+    decision: &ClustersetDecision,
+    snapshot: &Snapshot,
+) -> Outcome {
+    let members = decision.members.iter().filter_map(|d| {
+        let read = snapshot.members.iter().find(|m| m.cluster == d.cluster)?;
+        let (_, client) = target.clients.iter().find(|(n, _)| *n == d.cluster)?;
+        for note in &d.notes {
+            tracing::info!(export = %format!("{}/{}", target.namespace, target.name),
+                cluster = %d.cluster, note = %note, "left alone");
+        }
+        read.readable.then(|| member(target, client, d, read))
+    });
+    let mut outcome = Outcome::default();
+    for part in join_all(members).await {
+        outcome.written += part.written;
+        outcome.failures.extend(part.failures);
+        outcome.conflicts += part.conflicts;
+    }
+    outcome
+}
+
+/// One member's writes, in order.
+async fn member(
+    target: &Target<'_>,
+    client: &Client,
+    decision: &ClustersetMemberDecision,
+    read: &Read,
+) -> Outcome {
+    let mut outcome = Outcome::default();
+    let cluster = decision.cluster.as_str();
+    let (namespace, name) = (target.namespace, target.name);
+    let mut done = |what: &'static str, result: Result<bool, kube::Error>| match result {
+        Ok(wrote) => {
+            if wrote {
+                outcome.written += 1;
+                target.metrics.clusterset_write(what);
+            }
+        }
+        Err(err) => {
+            let kind = kind_of(&err);
+            if what == "export_status" && kind == Kind::Conflict {
+                tracing::debug!(cluster, %namespace, %name, "serviceexport changed since read: deciding again");
+                outcome.conflicts += 1;
+                return;
+            }
+            tracing::warn!(cluster, %namespace, %name, write = what, error = %chain(&err),
+                "clusterset write failed");
+            outcome.failures.push((cluster.to_string(), kind));
+        }
+    };
+    if let Some(conditions) = &decision.export_conditions {
+        done(
+            "export_status",
+            export_status(target, client, read, conditions).await,
+        );
+    }
+    let imports = &read.stores.imports;
+    match &decision.service_import {
+        ObjectWrite::Leave => {}
+        ObjectWrite::Apply(body) => {
+            let api: Api<DynamicObject> =
+                Api::namespaced_with(client.clone(), namespace, &import_resource());
+            done(
+                "import",
+                apply(target, client, &api, imports, body, false).await,
+            );
+        }
+        ObjectWrite::Delete(only) => {
+            let api: Api<DynamicObject> =
+                Api::namespaced_with(client.clone(), namespace, &import_resource());
+            let result = delete(target, &api, imports, name, only).await;
+            done("import_delete", result);
+        }
+    }
+    if let Some(status) = &decision.service_import_status {
+        let api: Api<DynamicObject> =
+            Api::namespaced_with(client.clone(), namespace, &import_resource());
+        done(
+            "import_status",
+            apply(target, client, &api, imports, status, true).await,
+        );
+    }
+    if let Some(cache) = &read.cache {
+        let derived = derived_name(namespace, name);
+        let api: Api<Service> = Api::namespaced(client.clone(), namespace);
+        match &decision.derived_service {
+            ObjectWrite::Leave => {}
+            ObjectWrite::Apply(body) => {
+                let result = apply(target, client, &api, &cache.services, body, false).await;
+                if matches!(result, Ok(true)) {
+                    // The import lists the IP the API server gave it: the next pass reads it.
+                    target.keys.trigger(namespace, name);
+                }
+                done("derived_service", result);
+            }
+            ObjectWrite::Delete(only) => {
+                let result = delete(target, &api, &cache.services, &derived, only).await;
+                done("derived_service_delete", result);
+            }
+        }
+        for slice in &decision.apply_slices {
+            let object = convert::slice_from_wit(slice.clone());
+            let slice_name = object.metadata.name.clone().unwrap_or_default();
+            let before = cache.slices.get(namespace, &slice_name);
+            let writing = cache.slices.writing(namespace, &slice_name);
+            let result = match apply_copy(client, cluster, target.field_manager, object).await {
+                Ok(applied) => {
+                    let changed = applied.metadata.resource_version.as_deref()
+                        != before.as_ref().and_then(|b| b.resource_version());
+                    if writing.wrote(kept::slice(applied)) {
+                        target.keys.trigger(namespace, name);
+                    }
+                    Ok(changed)
+                }
+                Err(err) => {
+                    if writing.abandoned() {
+                        target.keys.trigger(namespace, name);
+                    }
+                    Err(source_of(err))
+                }
+            };
+            done("slice", result);
+        }
+        for only in &decision.delete_slices {
+            let writing = cache.slices.writing(namespace, &only.name);
+            let result = delete_slice(
+                client,
+                cluster,
+                namespace,
+                &only.name,
+                Some(only.uid.clone()),
+                Some(only.resource_version.clone()),
+            )
+            .await;
+            let result = match result {
+                Ok(()) => {
+                    if writing.deleted(&derived, Some(only.uid.clone())) {
+                        target.keys.trigger(namespace, name);
+                    }
+                    Ok(true)
+                }
+                Err(err) => {
+                    if writing.abandoned() {
+                        target.keys.trigger(namespace, name);
+                    }
+                    Err(source_of(err))
+                }
+            };
+            done("slice_delete", result);
+        }
+    }
+    outcome
+}
+
+/// The kube error under an apply or delete error of the MultiClusterService side's writes.
+fn source_of(err: crate::controller::pass::write::apply::ApplyError) -> kube::Error {
+    use crate::controller::pass::write::apply::ApplyError;
+    match err {
+        ApplyError::Apply { source, .. }
+        | ApplyError::Delete { source, .. }
+        | ApplyError::Finalizer { source, .. } => *source,
+        ApplyError::Assemble { message, .. } => kube::Error::Service(message.into()),
+    }
+}
+
+/// Patches the ServiceExport's `status.conditions` to `conditions` (JSON text of the list),
+/// conditional on the resourceVersion read.
+async fn export_status(
+    target: &Target<'_>,
+    client: &Client,
+    read: &Read,
+    conditions: &str,
+) -> Result<bool, kube::Error> {
+    let (namespace, name) = (target.namespace, target.name);
+    let store = &read.stores.exports;
+    let Some(export) = store.get(namespace, name) else {
+        return Ok(false);
+    };
+    let conditions: Value = serde_json::from_str(conditions).map_err(kube::Error::SerdeError)?;
+    let patch = json!({
+        "metadata": {"resourceVersion": export.resource_version()},
+        "status": {"conditions": conditions},
+    });
+    let api: Api<DynamicObject> =
+        Api::namespaced_with(client.clone(), namespace, &export_resource());
+    let writing = store.writing(namespace, name);
+    match api
+        .patch_status(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+    {
+        Ok(written) => {
+            if writing.wrote(kept::mcs(written)) {
+                target.keys.trigger(namespace, name);
+            }
+            Ok(true)
+        }
+        Err(err) => {
+            if writing.abandoned() {
+                target.keys.trigger(namespace, name);
+            }
+            Err(err)
+        }
+    }
+}
+
+/// A kind whose writes go through a store: what the store keeps of the written object.
+trait Keep: Clone + std::fmt::Debug + serde::de::DeserializeOwned + serde::Serialize {
+    type Kept: Cached;
+    fn keep(self) -> Self::Kept;
+    fn version(&self) -> Option<&str>;
+}
+
+impl Keep for DynamicObject {
+    type Kept = DynamicObject;
+    fn keep(self) -> DynamicObject {
+        kept::mcs(self)
+    }
+    fn version(&self) -> Option<&str> {
+        self.metadata.resource_version.as_deref()
+    }
+}
+
+impl Keep for Service {
+    type Kept = kept::KeptService;
+    fn keep(self) -> kept::KeptService {
+        kept::service(self)
+    }
+    fn version(&self) -> Option<&str> {
+        self.metadata.resource_version.as_deref()
+    }
+}
+
+/// Server-side applies `body` (JSON text) through `api`, or to its status subresource
+/// (`status`); whether the object changed.
+async fn apply<K>(
+    target: &Target<'_>,
+    client: &Client,
+    api: &Api<K>,
+    store: &Store<K::Kept>,
+    body: &str,
+    status: bool,
+) -> Result<bool, kube::Error>
+where
+    K: Keep + kube::Resource + Send + Sync + 'static,
+{
+    let body: Value = serde_json::from_str(body).map_err(kube::Error::SerdeError)?;
+    let object_name = body
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    let namespace = target.namespace;
+    let before = store
+        .get(namespace, &object_name)
+        .and_then(|o| o.resource_version().map(str::to_string));
+    let params = PatchParams::apply(target.field_manager).force();
+    let patch = Patch::Apply(&body);
+    let writing = store.writing(namespace, &object_name);
+    let result = with_namespace(client, namespace, || async {
+        if status {
+            api.patch_status(&object_name, &params, &patch).await
+        } else {
+            api.patch(&object_name, &params, &patch).await
+        }
+    })
+    .await;
+    match result {
+        Ok(written) => {
+            let changed = written.version() != before.as_deref();
+            if writing.wrote(written.keep()) {
+                target.keys.trigger(namespace, target.name);
+            }
+            Ok(changed)
+        }
+        Err(err) => {
+            if writing.abandoned() {
+                target.keys.trigger(namespace, target.name);
+            }
+            Err(err)
+        }
+    }
+}
+
+/// Deletes `name` through `api` with the uid and resourceVersion read; already gone is done.
+async fn delete<K>(
+    target: &Target<'_>,
+    api: &Api<K>,
+    store: &Store<K::Kept>,
+    group: &str,
+    only: &crate::engine::types::DeletePrecondition,
+) -> Result<bool, kube::Error>
+where
+    K: Keep + kube::Resource + Send + Sync + 'static,
+{
+    let namespace = target.namespace;
+    let params = DeleteParams {
+        preconditions: Some(Preconditions {
+            uid: Some(only.uid.clone()),
+            resource_version: Some(only.resource_version.clone()),
+        }),
+        ..DeleteParams::default()
+    };
+    let writing = store.writing(namespace, &only.name);
+    match api.delete(&only.name, &params).await {
+        Ok(_) => {
+            if writing.deleted(group, Some(only.uid.clone())) {
+                target.keys.trigger(namespace, target.name);
+            }
+            Ok(true)
+        }
+        Err(kube::Error::Api(status)) if status.is_not_found() => {
+            writing.abandoned();
+            Ok(false)
+        }
+        Err(err) => {
+            if writing.abandoned() {
+                target.keys.trigger(namespace, target.name);
+            }
+            Err(err)
+        }
+    }
+}
+
+/// The wait before a failed pass is run again: 0.5 s doubling to 30 s.
+pub fn backoff(failures_in_a_row: u32) -> Duration {
+    Duration::from_millis(500)
+        .saturating_mul(1 << failures_in_a_row.saturating_sub(1).min(6))
+        .min(Duration::from_secs(30))
+}
