@@ -13,6 +13,7 @@
 
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -190,7 +191,13 @@ pub fn watch_mcs(
     mpsc::UnboundedReceiver<Result<DynamicObject, watcher::Error>>,
 ) {
     let (sender, stream) = mpsc::unbounded();
+    // A list starts with `Init`, which only the mirror sees; the news of the list follow.
+    let list_started = Arc::new(AtomicBool::new(false));
+    let started = list_started.clone();
     let mirror = move |event: &Event<DynamicObject>| {
+        if matches!(event, Event::Init) {
+            started.store(true, Ordering::Relaxed);
+        }
         writer.apply_watcher_event(&event.clone().modify(keep_metadata_only));
     };
     let scope = reactions.triggers.scope.hearing(store.clone());
@@ -208,12 +215,37 @@ pub fn watch_mcs(
     let cluster = hub.name.clone();
     let mut seen = RelevantHashes::default();
     // The members' caches keep the groups the MCSs name: the scope hears every news first.
-    let task = tokio::spawn(watch.run(move |news| match scope.heard(news) {
+    let task = tokio::spawn(watch.run(move |news| {
+        if list_started.swap(false, Ordering::Relaxed) {
+            seen.list_started();
+        }
+        watched_mcs(
+            scope.heard(news),
+            &mut seen,
+            &changes,
+            &sender,
+            &reactions,
+            &cluster,
+        );
+    }));
+    (task, stream)
+}
+
+/// What the watch of the hub's MCSs does with one piece of news (see [`watch_mcs`]).
+fn watched_mcs(
+    news: News<'_, DynamicObject>,
+    seen: &mut RelevantHashes,
+    changes: &Changes,
+    sender: &mpsc::UnboundedSender<Result<DynamicObject, watcher::Error>>,
+    reactions: &Reactions,
+    cluster: &str,
+) {
+    match news {
         News::Listed { object } => seen.listed(object),
         News::Changed {
             object, deleted, ..
         } => {
-            if let Some(mcs) = seen.mcs_to_reconcile(object, deleted, &changes) {
+            if let Some(mcs) = seen.mcs_to_reconcile(object, deleted, changes) {
                 let mut mcs = mcs;
                 keep_metadata_only(&mut mcs);
                 // Closed only when the Controller is gone, i.e. when syncing stops.
@@ -223,15 +255,14 @@ pub fn watch_mcs(
         News::Synced { returned } => {
             seen.list_done();
             if returned {
-                reactions.relisted.unbounded_send(cluster.clone()).ok();
+                reactions.relisted.unbounded_send(cluster.to_string()).ok();
             }
         }
         News::Failed { kind, .. } => {
             seen.list_failed();
-            reactions.metrics.cluster_error(&cluster, kind);
+            reactions.metrics.cluster_error(cluster, kind);
         }
-    }));
-    (task, stream)
+    }
 }
 
 /// What the Controller's store keeps of an MCS: its metadata (name, uid, generation, deletion,
@@ -248,26 +279,35 @@ fn keep_metadata_only(mcs: &mut DynamicObject) {
 struct RelevantHashes {
     /// What the watch has seen.
     seen: HashMap<String, u64>,
-    /// The list under way: what it has given so far.
-    listing: HashMap<String, u64>,
+    /// The list under way, if one is: what it has given so far.
+    listing: Option<HashMap<String, u64>>,
 }
 
 impl RelevantHashes {
+    /// A list starts.
+    fn list_started(&mut self) {
+        self.listing = Some(HashMap::new());
+    }
+
     /// Records an MCS of a list: how it is, not news.
     fn listed(&mut self, mcs: &DynamicObject) {
         if let Some(key) = object_key(mcs) {
-            self.listing.insert(key, mcs_relevant(mcs));
+            let listing = self.listing.get_or_insert_with(HashMap::new);
+            listing.insert(key, mcs_relevant(mcs));
         }
     }
 
-    /// A list completed: what it gave is all there is.
+    /// The watch is synced: after a list, what it gave is all there is; after a watch that
+    /// resumed without one, what was seen stands.
     fn list_done(&mut self) {
-        self.seen = std::mem::take(&mut self.listing);
+        if let Some(listing) = self.listing.take() {
+            self.seen = listing;
+        }
     }
 
     /// The watch failed (maybe during a list): the next list starts afresh.
     fn list_failed(&mut self) {
-        self.listing = HashMap::new();
+        self.listing = None;
     }
 
     /// The MCS a watched change asks to reconcile: one whose relevant part changed (its
@@ -415,14 +455,21 @@ mod tests {
     fn a_completed_list_replaces_what_the_watch_had_seen() {
         let changes = Changes::default();
         let mut seen = RelevantHashes::default();
+        seen.list_started();
         seen.listed(&named("a", 1));
         seen.listed(&named("b", 1));
         seen.list_done();
         assert_eq!(seen.seen.len(), 2);
+        // A watch that failed and resumed without a list keeps what it had seen.
+        seen.list_failed();
+        seen.list_done();
+        assert_eq!(seen.seen.len(), 2);
         // The watch breaks; b is deleted meanwhile (no event), c created. A list that fails
         // half-way leaves nothing behind; the next one replaces everything.
+        seen.list_started();
         seen.listed(&named("a", 1));
         seen.list_failed();
+        seen.list_started();
         seen.listed(&named("a", 2));
         seen.listed(&named("c", 1));
         seen.list_done();
@@ -440,6 +487,7 @@ mod tests {
         );
         assert!(changes.is_empty());
         // An empty list leaves nothing.
+        seen.list_started();
         seen.list_done();
         assert!(seen.seen.is_empty());
     }
