@@ -14,10 +14,12 @@
 //! answered 410 (the watcher would retry that version for ever).
 //!
 //! Between retries the watch backs off: 0.5 s doubling to 10 s, each wait ±20 % at random so
-//! the watches of many clusters do not retry in step; at once when the membership finds the
-//! cluster answering again ([`Watch::wake`]); back to 0.5 s once the watch works again. A 410
-//! answer waits only the first step: the server answers, and the list that follows is the
-//! remedy.
+//! the watches of many clusters do not retry in step; at once when the membership finds a
+//! member that was not ready answering again ([`Watch::wake`]; within `--outage-grace` a
+//! kubeconfig member stays ready, so the backoff alone paces the retries of a short outage);
+//! back to 0.5 s once the watch works again. A 410 answer waits only the first step: the
+//! server answers, and the list that follows is the remedy.
+//!
 //! kube-runtime's `WatchStreamExt::backoff` is not used: it sleeps inside the stream, where
 //! [`Watch::wake`] cannot cut the wait short, and it resets on any item, including the `Init`
 //! the watcher yields *before* each list request, so a list that keeps failing would be
