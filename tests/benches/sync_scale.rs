@@ -1294,7 +1294,7 @@ fn unrelated_requests(
     for s in 0..slices {
         let name = &names[s % services.max(1)];
         let at = ObjectRef::new(ns, name);
-        let slice = native_slice_of(&at, &format!("{name}-{s:05}"), &address(1 << 20 | s));
+        let slice = native_slice_of(&at, &format!("{name}-{s:05}"), &address((1 << 20) | s));
         requests.push((url.clone(), slices_path(ns), slice));
     }
     requests
@@ -1342,7 +1342,7 @@ async fn unrelated_run(settings: &Settings, services: usize, slices: usize) -> U
         let mut slice = native_slice_of(
             &ObjectRef::new(ns, &format!("unrelated-{:05}", s % services.max(1))),
             &name,
-            &address(2 << 20 | s),
+            &address((2 << 20) | s),
         );
         let path = format!("{}/{name}", slices_path(ns));
         let current = get(&fleet.http, fleet.member_url(0), &path).await;
