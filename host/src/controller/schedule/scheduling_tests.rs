@@ -326,3 +326,21 @@ async fn a_resync_while_the_backlog_is_served_adds_no_second_pass() {
     assert_eq!(again, ran_first);
     run.abort();
 }
+
+#[tokio::test(flavor = "current_thread")]
+async fn the_change_of_an_mcs_deleted_before_its_pass_holds_nothing() {
+    let shared = bulk_passes(1);
+    let (live, run) = controller_with_backlog(&NAMES[..1], 1, shared.clone());
+    // A change of an MCS the Controller no longer has: reported not found, its change dropped.
+    shared
+        .changes
+        .seen("default/gone", std::time::Instant::now());
+    live.unbounded_send(reference("gone")).unwrap();
+    let_all_run().await;
+    assert!(shared.changes.is_empty(), "no change waits");
+    // So the backlog is not held behind it.
+    shared.bulk.queue_all(keys(&["m0"]));
+    let_all_run().await;
+    assert_eq!(*shared.passes.started.lock().unwrap(), ["m0"]);
+    run.abort();
+}
