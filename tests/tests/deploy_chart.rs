@@ -503,31 +503,33 @@ const UPSTREAM_CRDS: [(&str, &str); 3] = [
 ];
 
 /// The member ClusterRole's rules for the upstream Multi-Cluster Services API, as
-/// `(apiGroup, resource, verbs)`: exactly what the brief of the controller asks, in order.
+/// `(apiGroup, resource, verbs)`: exactly what the controller uses (sync_member_rbac.rs), in
+/// order.
 fn upstream_rules() -> Vec<(&'static str, &'static str, Vec<&'static str>)> {
     vec![
+        // The derived Services, server-side applied.
+        ("", "services", vec!["patch"]),
         (
             "multicluster.x-k8s.io",
             "serviceexports",
-            vec!["get", "list", "watch"],
+            vec!["list", "watch"],
         ),
         (
             "multicluster.x-k8s.io",
             "serviceexports/status",
-            vec!["get", "update", "patch"],
+            vec!["patch"],
         ),
         (
             "multicluster.x-k8s.io",
             "serviceimports",
-            vec![
-                "get", "list", "watch", "create", "update", "patch", "delete",
-            ],
+            vec!["list", "watch", "create", "patch", "delete"],
         ),
         (
-            "about.k8s.io",
-            "clusterproperties",
-            vec!["get", "list", "watch"],
+            "multicluster.x-k8s.io",
+            "serviceimports/status",
+            vec!["patch"],
         ),
+        ("about.k8s.io", "clusterproperties", vec!["list", "watch"]),
     ]
 }
 
@@ -554,8 +556,8 @@ fn member_rules(objects: &[Value]) -> Vec<(String, String, Vec<String>)> {
         .collect()
 }
 
-/// The member rules the controller had before the upstream API: EndpointSlices, Services (every
-/// verb the derived Services need too), Namespaces.
+/// The member rules the controller had before the upstream API: EndpointSlices, Services,
+/// Namespaces.
 fn karmada_member_rules() -> Vec<(String, String, Vec<String>)> {
     [
         (

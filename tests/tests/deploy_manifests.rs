@@ -657,32 +657,22 @@ fn in_karmada_it_may_also_read_clusters_and_their_secrets_and_nothing_more() {
 }
 
 /// What the controller may do in a member with the upstream Multi-Cluster Services API
-/// (ServiceExports read and their status written, ServiceImports managed, ClusterProperties
-/// read), on top of the rules sync_member_rbac.rs checks against its requests.
+/// (ServiceExports read and their status patched, ServiceImports and their status managed,
+/// ClusterProperties read), on top of the rules sync_member_rbac.rs checks against its
+/// requests.
 fn member_upstream_rules() -> BTreeSet<(String, String, String, String)> {
     let mcs = "multicluster.x-k8s.io";
     [
-        rules("*", mcs, "serviceexports", &["get", "list", "watch"]),
-        rules(
-            "*",
-            mcs,
-            "serviceexports/status",
-            &["get", "update", "patch"],
-        ),
+        rules("*", mcs, "serviceexports", &["list", "watch"]),
+        rules("*", mcs, "serviceexports/status", &["patch"]),
         rules(
             "*",
             mcs,
             "serviceimports",
-            &[
-                "get", "list", "watch", "create", "update", "patch", "delete",
-            ],
+            &["list", "watch", "create", "patch", "delete"],
         ),
-        rules(
-            "*",
-            "about.k8s.io",
-            "clusterproperties",
-            &["get", "list", "watch"],
-        ),
+        rules("*", mcs, "serviceimports/status", &["patch"]),
+        rules("*", "about.k8s.io", "clusterproperties", &["list", "watch"]),
     ]
     .into_iter()
     .flatten()
@@ -690,7 +680,7 @@ fn member_upstream_rules() -> BTreeSet<(String, String, String, String)> {
 }
 
 #[test]
-fn in_members_it_gets_exactly_the_upstream_apis_rules_and_no_new_service_verb() {
+fn in_members_it_gets_exactly_the_upstream_apis_rules_and_the_derived_services_patch() {
     let objects: Vec<(String, Value)> = documents(&deploy_dir().join("member/rbac.yaml"))
         .into_iter()
         .map(|d| ("member/rbac.yaml".to_string(), d))
@@ -702,7 +692,7 @@ fn in_members_it_gets_exactly_the_upstream_apis_rules_and_no_new_service_verb() 
         .cloned()
         .collect();
     assert_same_grants(&upstream, &member_upstream_rules());
-    // The derived Services (`derived-...`) are created, updated and deleted with the Service
+    // The derived Services (`derived-...`) are server-side applied: patch, besides the Service
     // verbs the member role already had.
     let services: BTreeSet<_> = got
         .iter()
@@ -715,7 +705,9 @@ fn in_members_it_gets_exactly_the_upstream_apis_rules_and_no_new_service_verb() 
             "*",
             "",
             "services",
-            &["get", "list", "watch", "create", "update", "delete"],
+            &[
+                "get", "list", "watch", "create", "update", "patch", "delete",
+            ],
         ),
     );
 }

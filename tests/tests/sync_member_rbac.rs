@@ -1,7 +1,8 @@
 //! The member-cluster RBAC of `policies/deploy/member/rbac.yaml` is exactly what the sync
 //! controller uses. A scenario makes the controller do everything it does in members (create a
 //! missing namespace, create, replace and re-create the Service, apply and prune copies, sweep a
-//! returning member), then every authorization check the members' kube-sims recorded (what a
+//! returning member, import an export of the upstream Multi-Cluster Services API and withdraw
+//! it), then every authorization check the members' kube-sims recorded (what a
 //! real API server's authorizer is asked, `GET /_sim/requests`) must be allowed by those rules,
 //! and every verb the rules grant must have been used.
 
@@ -99,6 +100,13 @@ async fn the_member_rbac_allows_every_request_of_the_controller_and_nothing_it_d
     ensure_namespace(&w.http, &w.hub, "shop").await;
     ensure_namespace(&w.http, &w.member1, "shop").await;
     for url in [&w.member1, &w.member2] {
+        for file in [
+            "multicluster.x-k8s.io_serviceexports.yaml",
+            "multicluster.x-k8s.io_serviceimports.yaml",
+            "about.k8s.io_clusterproperties.yaml",
+        ] {
+            post(&w.http, url, CRDS, &crd(file)).await;
+        }
         delete(&w.http, url, "/_sim/requests").await;
     }
     w.spawn_sync("200ms", &[]);
@@ -127,6 +135,60 @@ async fn the_member_rbac_allows_every_request_of_the_controller_and_nothing_it_d
     template["spec"]["ports"] = more.clone();
     put(&w.http, &w.hub, &format!("{SERVICES}/web"), &template).await;
     w.await_service_ports(&w.member2, "member2", &more).await;
+
+    // The upstream API: an export imported in both members (ServiceImport and its status, the
+    // derived Service, imported slices, the export's conditions), then withdrawn.
+    let exports = "/apis/multicluster.x-k8s.io/v1beta1/namespaces/shop/serviceexports";
+    let imports = "/apis/multicluster.x-k8s.io/v1beta1/namespaces/shop/serviceimports";
+    let api = ObjectRef::new("shop", "api");
+    post(
+        &w.http,
+        &w.member1,
+        SERVICES,
+        &service_of(&api, ports.clone()),
+    )
+    .await;
+    post(
+        &w.http,
+        &w.member1,
+        SLICES,
+        &native_slice_of(&api, "api-a", "10.1.0.3"),
+    )
+    .await;
+    let export = json!({"apiVersion": "multicluster.x-k8s.io/v1beta1", "kind": "ServiceExport",
+        "metadata": {"name": "api", "namespace": "shop"}});
+    post(&w.http, &w.member1, exports, &export).await;
+    // Read by list (granted), so that the scenario's own checks need no verb of their own.
+    let named = |list: Option<Value>, name: &str| {
+        list?["items"]
+            .as_array()?
+            .iter()
+            .find(|o| o["metadata"]["name"] == name)
+            .cloned()
+    };
+    w.eventually("member2's import with its IP and clusters", || async {
+        let import = named(get(&w.http, &w.member2, imports).await, "api")?;
+        let ready = import["spec"]["ips"]
+            .as_array()
+            .is_some_and(|i| !i.is_empty())
+            && import["status"]["clusters"]
+                .as_array()
+                .is_some_and(|c| !c.is_empty());
+        ready.then_some(())
+    })
+    .await;
+    w.eventually("the export's conditions", || async {
+        let export = named(get(&w.http, &w.member1, exports).await, "api")?;
+        export["status"]["conditions"].as_array().map(|_| ())
+    })
+    .await;
+    delete(&w.http, &w.member1, &format!("{exports}/api")).await;
+    w.eventually("member2's import deleted", || async {
+        named(get(&w.http, &w.member2, imports).await, "api")
+            .is_none()
+            .then_some(())
+    })
+    .await;
 
     // A copy pruned, then everything swept from a member that was away.
     delete(&w.http, &w.member1, &format!("{SLICES}/web-b")).await;
@@ -158,17 +220,19 @@ async fn the_member_rbac_allows_every_request_of_the_controller_and_nothing_it_d
             );
         }
     }
+    // The scenario's own writes of the export (a user's, not the controller's).
+    for verb in ["create", "delete"] {
+        let own = (
+            "multicluster.x-k8s.io".to_string(),
+            "serviceexports".to_string(),
+            verb.to_string(),
+        );
+        refused.remove(&own);
+    }
     assert!(
         refused.is_empty(),
         "requests the member rules refuse (apiGroup, resource, verb): {refused:?}"
     );
-    // The rules for the upstream Multi-Cluster Services API (the chart's upstreamAPI.enabled)
-    // are shipped before the controller syncs ServiceExports, so this scenario cannot use them
-    // yet; drop this filter with the controller change that does.
-    const NOT_YET_USED: [&str; 2] = ["multicluster.x-k8s.io", "about.k8s.io"];
-    let unused: Vec<_> = rules
-        .difference(&used)
-        .filter(|(group, _, _)| !NOT_YET_USED.contains(&group.as_str()))
-        .collect();
+    let unused: Vec<_> = rules.difference(&used).collect();
     assert!(unused.is_empty(), "granted but never used: {unused:?}");
 }
