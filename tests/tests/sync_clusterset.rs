@@ -425,7 +425,8 @@ async fn exports_sync_when_the_hub_serves_no_multiclusterservices() {
         &format!("{CRDS}/multiclusterservices.networking.karmada.io"),
     )
     .await;
-    w.spawn_sync(NO_RESYNC, &[]);
+    let listen = free_addr();
+    w.spawn_sync(NO_RESYNC, &["--metrics-listen", &listen]);
     export_service(&w, &w.member2, "web", web_spec(80), "10.2.0.1").await;
     let urls = [w.member1.as_str(), w.member2.as_str()];
     await_imports(&w, &urls, "web", "the import", has_ips).await;
@@ -438,4 +439,14 @@ async fn exports_sync_when_the_hub_serves_no_multiclusterservices() {
         "{}",
         w.logs()
     );
+    // It syncs, so it is ready.
+    w.eventually("/readyz 200", || async {
+        let url = format!("http://{listen}/readyz");
+        let resp = w.http.get(url).send().await.ok()?;
+        let ok = resp.status().is_success();
+        let body = resp.text().await.unwrap_or_default();
+        println!("readyz: {body}");
+        ok.then_some(())
+    })
+    .await;
 }

@@ -372,7 +372,7 @@ fn retain_keys(shared: &Shared) {
             m.exports.get(namespace, name).is_some()
                 || m.imports.get(namespace, name).is_some_and(|i| ours(&i))
                 // A member that cannot be read may still hold some: keep the key.
-                || m.unreadable().is_some()
+                || (!m.not_served() && m.unreadable().is_some())
         }) || caches.iter().any(|c| {
             c.services.get(namespace, &derived).is_some()
                 || c.slices

@@ -73,4 +73,41 @@ mod tests {
         );
         assert_ne!(name, derived_name("shop", "api"));
     }
+
+    #[test]
+    fn the_derived_name_is_the_components() {
+        use crate::engine::types::{
+            ClustersetMember, ClustersetMemberState, ClustersetObjects, ClustersetRead, ObjectWrite,
+        };
+        use crate::engine::{EngineOptions, PolicyEngine};
+        let engine = PolicyEngine::embedded(EngineOptions::default()).unwrap();
+        let export = r#"{"apiVersion":"multicluster.x-k8s.io/v1beta1","kind":"ServiceExport","metadata":{"name":"web","namespace":"shop"}}"#;
+        let service = r#"{"apiVersion":"v1","kind":"Service","metadata":{"name":"web","namespace":"shop"},"spec":{"clusterIP":"10.96.0.1","ports":[{"name":"http","port":80,"protocol":"TCP"}]}}"#;
+        let read = ClustersetRead {
+            namespace: "shop".into(),
+            name: "web".into(),
+            now: "2026-11-29T10:00:00Z".into(),
+            members: vec![ClustersetMember {
+                cluster: "m1".into(),
+                cluster_property: None,
+                state: ClustersetMemberState::Readable(ClustersetObjects {
+                    service_export: Some(export.into()),
+                    service: Some(service.into()),
+                    slices: vec![],
+                    service_import: None,
+                    derived_service: None,
+                    imported_slices: vec![],
+                }),
+            }],
+        };
+        let decision = engine
+            .clusterset_decide(&read, std::time::Duration::from_secs(5))
+            .unwrap()
+            .unwrap();
+        let ObjectWrite::Apply(body) = &decision.members[0].derived_service else {
+            panic!("{decision:?}")
+        };
+        let body: serde_json::Value = serde_json::from_str(body).unwrap();
+        assert_eq!(body["metadata"]["name"], derived_name("shop", "web"));
+    }
 }

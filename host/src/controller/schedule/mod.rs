@@ -262,9 +262,13 @@ async fn first_lists(caches: &Caches, limit: Duration) {
 }
 
 /// Tells the probes this replica syncs once it has read its members and the hub's caches
-/// have listed (`/readyz`).
+/// have listed (`/readyz`); a hub that serves no MultiClusterServices (404: the MCS side idles,
+/// exported Services still sync) needs only its Services listed.
 fn report_synced(ctx: &Context, members_read: bool) {
-    if members_read && ctx.caches.hub.synced() {
+    let hub = &ctx.caches.hub;
+    let mcs_idle = hub.mcs.failing().is_some_and(|f| f.not_served)
+        && hub.services.health() == Health::Synced;
+    if members_read && (hub.synced() || mcs_idle) {
         ctx.health.synced();
     }
 }
