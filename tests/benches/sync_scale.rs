@@ -29,6 +29,10 @@
 //!    `SYNC_BENCH_UNRELATED_SLICES` slices that no MCS names in the first member; the
 //!    controller's peak RSS (VmHWM), its cached objects and the passes run until converged,
 //!    then while 200 of the unrelated slices are changed, side by side.
+//! 6. **The upstream Multi-Cluster Services API beside an MCS** (phase `clusterset`; the first
+//!    of `SYNC_BENCH_LATENCY_MEMBERS`, `SYNC_BENCH_WRITES` writes): an exported Service's
+//!    endpoint change reaching every member's imported slice, and an MCS provider's reaching
+//!    every consumer's copy, alternating, in one fleet (`sync_scale/clusterset.rs`).
 //!
 //! The controller is `SYNC_BENCH_BIN` when set (to compare builds side by side), else the
 //! workspace's release `mcs-policy`.
@@ -50,6 +54,9 @@ use tests::sync::{
 };
 use tests::{KillOnDrop, binary, cpu_seconds};
 use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
+
+#[path = "sync_scale/clusterset.rs"]
+mod clusterset;
 
 /// Requests in flight while preloading.
 const PRELOAD_CONCURRENCY: usize = 32;
@@ -75,7 +82,8 @@ struct Settings {
     resync: String,
     /// `SYNC_BENCH_TIMEOUT` seconds: the cold start gives up after this long (120).
     timeout: Duration,
-    /// `SYNC_BENCH_PHASES`: any of `latency`, `cold`, `live`, comma-separated
+    /// `SYNC_BENCH_PHASES`: any of `latency`, `cold`, `live`, `unrelated`, `clusterset`,
+    /// comma-separated
     /// (`latency,cold`).
     phases: String,
     /// `SYNC_BENCH_LIVE_AFTER` seconds: when the live phase's change is made, from the
@@ -167,6 +175,9 @@ async fn main() {
     }
     if settings.phases.contains("unrelated") {
         unrelated(&settings).await;
+    }
+    if settings.phases.contains("clusterset") {
+        clusterset::clusterset(&settings).await;
     }
 }
 
