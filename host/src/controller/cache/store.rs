@@ -355,7 +355,11 @@ impl<K: Cached> Store<K> {
         inner.objects = FastMap::with_capacity_and_hasher(listed.len(), Default::default());
         inner.groups = FastMap::default();
         for object in listed {
-            inner.insert(self.group_of, object);
+            // A group dropped while the list ran is not kept ([`super::scope`]).
+            let group = (self.group_of)(&object);
+            if inner.scope.as_ref().is_none_or(|s| s.keeps(&object, group)) {
+                inner.insert(self.group_of, object);
+            }
         }
         let keys: Vec<(Key, Box<str>)> = inner
             .pending

@@ -225,7 +225,12 @@ fn a_list_again_fills_the_groups_wanted_before_it_started_and_no_others() {
     store.want("shop", "late");
     store.listed(slice("api-1", "api", "12"));
     store.listed(slice("late-2", "late", "13"));
+    // Dropped while the list runs: what the list gave of it is not kept.
+    store.want("shop", "brief");
+    store.listed(slice("brief-1", "brief", "14"));
+    store.unwant("shop", "brief");
     store.list_done();
+    assert!(store.all().iter().all(|s| s.name() != "brief-1"));
     assert_eq!(
         names(store.filled_group("shop", "api")).unwrap(),
         ["api-1@12"]
