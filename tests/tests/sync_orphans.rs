@@ -60,16 +60,17 @@ async fn a_sweep_from_a_cache_behind_never_deletes_a_slice_made_since() {
     let mut w = World::clusters("orphans-preconditions", false).await;
     post(&w.http, &w.member2, SLICES, &left_behind()).await;
     let path = format!("{SLICES}/member1-web-abc");
-    // member2's slice watch is held back: its cache keeps the listed copy for 6 s. The hub's
-    // MCSs list after a few failures, so the sweep runs while member2's cache is behind.
+    // member2's slice watch is held back: its cache keeps the listed copy for 6 s. Its
+    // Services' list answers 3 s late (member2 is swept once both its caches have listed), so
+    // the sweep runs while member2's slice cache is behind.
     w.fault(
         &w.member2,
         json!({"delayMs": 6000, "count": 1, "verbs": ["watch"], "resource": "endpointslices"}),
     )
     .await;
     w.fault(
-        &w.hub,
-        json!({"status": 500, "count": 2, "verbs": ["list"], "resource": "multiclusterservices"}),
+        &w.member2,
+        json!({"delayMs": 3000, "count": 1, "verbs": ["list"], "resource": "services"}),
     )
     .await;
     w.clear_requests(&w.member2).await;
