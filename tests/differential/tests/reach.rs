@@ -90,6 +90,33 @@ fn outcomes(answer: &Answer) -> Vec<String> {
                 }
             }
         }
+        Answer::ClustersetDecide(Err(_)) => out.push("clusterset malformed".into()),
+        Answer::ClustersetDecide(Ok(d)) => {
+            out.push(format!("clusterset conflict: {}", !d.conflicts.is_empty()));
+            out.push(format!("clusterset exporters: {}", !d.exporters.is_empty()));
+            for m in &d.members {
+                let write = |w: &h::ObjectWrite| {
+                    format!("{w:?}")
+                        .trim_start_matches("ObjectWrite::")
+                        .split('(')
+                        .next()
+                        .unwrap_or_default()
+                        .to_string()
+                };
+                out.push(format!("clusterset import {}", write(&m.service_import)));
+                out.push(format!("clusterset derived {}", write(&m.derived_service)));
+                for (what, any) in [
+                    ("conditions", m.export_conditions.is_some()),
+                    ("slices applied", !m.apply_slices.is_empty()),
+                    ("slices deleted", !m.delete_slices.is_empty()),
+                    ("notes", !m.notes.is_empty()),
+                ] {
+                    if any {
+                        out.push(format!("clusterset {what}"));
+                    }
+                }
+            }
+        }
         Answer::Conclude(u) => {
             out.push(format!("conclude conditions: {}", u.conditions.is_some()));
             out.push(format!("conclude retry: {}", u.retry));
@@ -169,6 +196,41 @@ fn random_structured_calls_reach_every_kind_of_answer() {
         "conclude retry: true",
         "conclude retry: false",
         "conclude events",
+    ];
+    let missing: Vec<&str> = expected
+        .into_iter()
+        .filter(|o| !seen.contains_key(*o))
+        .collect();
+    assert!(missing.is_empty(), "never reached: {missing:?}");
+}
+
+#[test]
+fn random_clusterset_calls_reach_every_kind_of_answer() {
+    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+    for seed in 0..1500 {
+        let data = bytes(seed, 3000);
+        let Ok(call) = structure::clusterset(&mut Unstructured::new(&data)) else {
+            continue;
+        };
+        for outcome in outcomes(&native(&call)) {
+            *seen.entry(outcome).or_default() += 1;
+        }
+    }
+    eprintln!("{seen:#?}");
+    let expected = [
+        "clusterset conflict: true",
+        "clusterset conflict: false",
+        "clusterset exporters: true",
+        "clusterset exporters: false",
+        "clusterset import Leave",
+        "clusterset import Apply",
+        "clusterset import Delete",
+        "clusterset derived Leave",
+        "clusterset derived Apply",
+        "clusterset derived Delete",
+        "clusterset conditions",
+        "clusterset slices applied",
+        "clusterset slices deleted",
     ];
     let missing: Vec<&str> = expected
         .into_iter()
