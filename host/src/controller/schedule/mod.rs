@@ -266,8 +266,8 @@ async fn first_lists(caches: &Caches, limit: Duration) {
 /// exported Services still sync) needs only its Services listed.
 fn report_synced(ctx: &Context, members_read: bool) {
     let hub = &ctx.caches.hub;
-    let mcs_idle = hub.mcs.failing().is_some_and(|f| f.not_served)
-        && hub.services.health() == Health::Synced;
+    let mcs_idle =
+        hub.mcs.failing().is_some_and(|f| f.not_served) && hub.services.health() == Health::Synced;
     if members_read && (hub.synced() || mcs_idle) {
         ctx.health.synced();
     }
