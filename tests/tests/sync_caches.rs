@@ -72,6 +72,18 @@ async fn a_provider_write_costs_one_apply_per_consumer_and_no_read() {
     let w = synced_to_two_consumers("requests-per-write", NO_RESYNC, &flags).await;
     let member3 = w.member3.clone().unwrap();
     tokio::time::sleep(Duration::from_millis(300)).await;
+    // The upstream Multi-Cluster Services API's caches list once at start (these members do
+    // not serve it: listed again a minute later); that is the start, not the write's cost.
+    for url in [&w.member1, &w.member2, &member3] {
+        w.eventually("the upstream API's first lists", || async {
+            let log = w.requests(url).await;
+            ["serviceexports", "serviceimports", "clusterproperties"]
+                .iter()
+                .all(|r| log.contains(&format!("list {r}")))
+                .then_some(())
+        })
+        .await;
+    }
     let before = applied(&w, &listen).await.unwrap();
     for url in all_clusters(&w) {
         w.clear_requests(&url).await;

@@ -195,6 +195,12 @@ impl Failing {
     }
 }
 
+/// How long a watch of a resource the server does not serve (404 to its list: the CRD is not
+/// installed there) waits before listing again, ±[`JITTER`]. A CRD installed later is picked up
+/// within this; a cluster without it costs one list a minute per resource rather than one
+/// every [`BACKOFF_MAX`].
+pub const NOT_SERVED_RECHECK: Duration = Duration::from_secs(60);
+
 /// The waits between retries: [`BACKOFF_FIRST`] doubling to [`BACKOFF_MAX`], each moved by
 /// up to ±[`JITTER`] at random.
 #[derive(Debug)]
@@ -215,14 +221,23 @@ impl Backoff {
     fn next_wait(&mut self) -> Duration {
         let base = self.next;
         self.next = (base * 2).min(BACKOFF_MAX);
-        let spread = 1.0 + JITTER * (2.0 * unit_random() - 1.0);
-        base.mul_f64(spread).min(BACKOFF_MAX)
+        jittered(base).min(BACKOFF_MAX)
     }
 
     /// The watch works: the next failure waits [`BACKOFF_FIRST`].
     fn reset(&mut self) {
         self.next = BACKOFF_FIRST;
     }
+}
+
+/// `base` moved by up to ±[`JITTER`] at random.
+fn jittered(base: Duration) -> Duration {
+    base.mul_f64(1.0 + JITTER * (2.0 * unit_random() - 1.0))
+}
+
+/// Whether `err` is a 404 to the list: the server does not serve the resource.
+fn not_served(err: &watcher::Error) -> bool {
+    matches!(err, watcher::Error::InitialListFailed(e) if kind_of(e) == Kind::NotFound)
 }
 
 /// A number in [0, 1), random enough to spread retries (std's randomly keyed hasher).
@@ -307,6 +322,8 @@ where
                 // the first step only (a list that fails goes on with the backoff).
                 let wait = if gone(&err) {
                     Backoff::default().next_wait()
+                } else if not_served(&err) {
+                    jittered(NOT_SERVED_RECHECK)
                 } else {
                     backoff.next_wait()
                 };
@@ -340,7 +357,16 @@ where
         let grace = self.store.patience().grace;
         let unreadable = matches!(self.store.health(), Health::Broken(_));
         let (cluster, resource) = (&self.cluster, self.resource);
-        if kind.is_credentials() && first {
+        if not_served(err) {
+            // A CRD not installed (or no EndpointSlices at all) is how the cluster is, not an
+            // outage: said once, at info.
+            if !state.told_unreadable {
+                tracing::info!(%cluster, resource, error = %message, ?retry_in,
+                    "the cluster does not serve this resource: listed again in about a minute");
+            } else {
+                tracing::debug!(%cluster, resource, ?retry_in, "still not served");
+            }
+        } else if kind.is_credentials() && first {
             tracing::warn!(%cluster, resource, error = %message, ?retry_in,
                 "member cluster refuses our credentials (docs/api-errors.md): fix its kubeconfig or secret, or its RBAC");
         } else if unreadable && !state.told_unreadable {

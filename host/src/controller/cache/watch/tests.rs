@@ -111,6 +111,24 @@ fn only_a_skipped_event_or_a_refused_version_needs_a_new_list() {
     )));
 }
 
+#[test]
+fn a_resource_the_server_does_not_serve_is_checked_again_after_a_minute_not_the_backoff() {
+    let api = |code: u16| {
+        kube::Error::Api(Box::new(kube::core::Status {
+            code,
+            ..Default::default()
+        }))
+    };
+    assert!(not_served(&watcher::Error::InitialListFailed(api(404))));
+    assert!(!not_served(&watcher::Error::InitialListFailed(api(500))));
+    assert!(!not_served(&watcher::Error::WatchStartFailed(api(404))));
+    for _ in 0..100 {
+        let wait = jittered(NOT_SERVED_RECHECK);
+        assert!(wait >= NOT_SERVED_RECHECK.mul_f64(1.0 - JITTER) && wait > BACKOFF_MAX);
+        assert!(wait <= NOT_SERVED_RECHECK.mul_f64(1.0 + JITTER));
+    }
+}
+
 /// A watch of Services against a scripted API server: each list answers one Service at
 /// resourceVersion 5; the n-th watch request answers `watches[n]` (the last one repeats).
 mod scripted {
