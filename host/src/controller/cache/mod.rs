@@ -47,7 +47,6 @@ use std::sync::{Arc, RwLock};
 use k8s_openapi::api::core::v1::Service;
 use kube::Api;
 use kube::api::{DynamicObject, ListParams};
-use kube::runtime::watcher;
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 
@@ -92,7 +91,7 @@ impl Hub {
             cluster: hub.name.clone(),
             resource: "services",
             api: Api::all(hub.client.clone()),
-            config: watcher::Config::default(),
+            config: watch::config(),
             store: self.services.clone(),
             keep: kept::service,
             mirror: None,
@@ -389,7 +388,7 @@ fn start_member<L: Listener>(
         cluster: member.name.clone(),
         resource: "endpointslices",
         api: Api::all(member.client.clone()),
-        config: watcher::Config::default().labels(SERVICE_NAME_LABEL),
+        config: watch::config().labels(SERVICE_NAME_LABEL),
         store: cache.slices.clone(),
         keep: kept::slice,
         mirror: None,
@@ -399,7 +398,7 @@ fn start_member<L: Listener>(
         cluster: member.name.clone(),
         resource: "services",
         api: Api::all(member.client.clone()),
-        config: watcher::Config::default(),
+        config: watch::config(),
         store: cache.services.clone(),
         keep: kept::service,
         mirror: None,

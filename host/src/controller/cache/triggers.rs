@@ -205,7 +205,7 @@ pub fn watch_mcs(
         cluster: hub.name.clone(),
         resource: "multiclusterservices",
         api: super::mcs_api(hub),
-        config: watcher::Config::default(),
+        config: super::watch::config(),
         store,
         keep: super::kept::mcs,
         mirror: Some(Box::new(mirror)),

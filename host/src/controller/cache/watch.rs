@@ -195,6 +195,15 @@ impl Failing {
     }
 }
 
+/// The watcher configuration of every cache: lists are **consistent reads**
+/// (`ListSemantic::MostRecent`: no `resourceVersion`, so the API server answers as of now, from
+/// etcd or its consistent watch cache), never `resourceVersion=0`, which a server may answer
+/// from a watch cache any age behind. A store's list is a snapshot of the cluster as it is, so
+/// a re-list never takes it back in time.
+pub fn config() -> watcher::Config {
+    watcher::Config::default().list_semantic(watcher::ListSemantic::MostRecent)
+}
+
 /// How long a watch of a resource the server does not serve (404 to its list: the CRD is not
 /// installed there) waits before listing again, ±[`JITTER`]. A CRD installed later is picked up
 /// within this; a cluster without it costs one list a minute per resource rather than one

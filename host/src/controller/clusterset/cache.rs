@@ -14,7 +14,6 @@ use std::sync::{Arc, RwLock};
 
 use kube::Api;
 use kube::api::DynamicObject;
-use kube::runtime::watcher;
 use tokio::task::JoinHandle;
 
 use super::names::{export_resource, import_resource, property_resource};
@@ -153,7 +152,7 @@ impl Members {
                         Resource::Properties => "clusterproperties",
                     },
                     api,
-                    config: watcher::Config::default(),
+                    config: crate::controller::cache::watch::config(),
                     store: store.clone(),
                     keep: kept::mcs,
                     mirror: None,

@@ -112,6 +112,11 @@ fn only_a_skipped_event_or_a_refused_version_needs_a_new_list() {
 }
 
 #[test]
+fn every_cache_lists_with_consistent_reads() {
+    assert_eq!(config().list_semantic, watcher::ListSemantic::MostRecent);
+}
+
+#[test]
 fn a_resource_the_server_does_not_serve_is_checked_again_after_a_minute_not_the_backoff() {
     let api = |code: u16| {
         kube::Error::Api(Box::new(kube::core::Status {

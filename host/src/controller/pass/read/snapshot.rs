@@ -132,7 +132,7 @@ fn read_template(
             "reading service {ns}/{name} from the hub: the hub's services are not listed yet"
         )),
         Health::Broken(failure) => Err(format!(
-            "reading service {ns}/{name} from the hub {hub_name}: {} (listing again)",
+            "reading service {ns}/{name} from the hub {hub_name}: {} (retrying)",
             failure.message
         )),
     }
