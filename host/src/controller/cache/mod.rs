@@ -44,7 +44,6 @@ pub mod watched;
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
-use k8s_openapi::api::core::v1::Service;
 use kube::Api;
 use kube::api::{DynamicObject, ListParams};
 use tokio::sync::Notify;
@@ -60,7 +59,6 @@ pub use scope::Scope;
 pub use store::{Cached, Failure, Health, Patience, Store};
 pub use watch::News;
 use watch::Watch;
-use watched::WatchedSlice;
 
 /// The caches of the hub.
 #[derive(Clone)]
@@ -412,32 +410,24 @@ fn start_member<L: Listener>(
         return (cache, tasks, Vec::new());
     };
     let following = vec![scope.follow(&cache.slices), scope.follow(&cache.services)];
-    let client = member.client.clone();
     let fill_slices = scope::fill(
         member.name.clone(),
         cache.slices.clone(),
-        move |namespace, name| {
-            let api: Api<WatchedSlice> = Api::namespaced(client.clone(), &namespace);
-            async move {
-                let selector = format!("{SERVICE_NAME_LABEL}={name}");
-                let list = api.list(&ListParams::default().labels(&selector)).await?;
-                Ok(list.items.into_iter().map(kept::slice).collect())
-            }
-        },
+        scoped_list(
+            &member.client,
+            |name| ListParams::default().labels(&format!("{SERVICE_NAME_LABEL}={name}")),
+            kept::slice,
+        ),
         listener.clone(),
     );
-    let client = member.client.clone();
     let fill_services = scope::fill(
         member.name.clone(),
         cache.services.clone(),
-        move |namespace, name| {
-            let api: Api<Service> = Api::namespaced(client.clone(), &namespace);
-            async move {
-                let selector = format!("metadata.name={name}");
-                let list = api.list(&ListParams::default().fields(&selector)).await?;
-                Ok(list.items.into_iter().map(kept::service).collect())
-            }
-        },
+        scoped_list(
+            &member.client,
+            |name| ListParams::default().fields(&format!("metadata.name={name}")),
+            kept::service,
+        ),
         listener.clone(),
     );
     let tasks = vec![
@@ -447,6 +437,35 @@ fn start_member<L: Listener>(
         tokio::spawn(fill_services),
     ];
     (cache, tasks, following)
+}
+
+/// How a filler lists one group of a member's resource `K`: in the group's namespace, with the
+/// parameters `select` gives for its name (a label or a field selector), each object kept as
+/// `keep` keeps it.
+fn scoped_list<K, C>(
+    client: &kube::Client,
+    select: fn(&str) -> ListParams,
+    keep: fn(K) -> C,
+) -> impl Fn(String, String) -> futures::future::BoxFuture<'static, Result<Vec<C>, kube::Error>>
++ use<K, C>
+where
+    K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
+        + Clone
+        + std::fmt::Debug
+        + serde::de::DeserializeOwned
+        + Send
+        + 'static,
+    C: Send + 'static,
+{
+    let client = client.clone();
+    move |namespace, name| {
+        let api: Api<K> = Api::namespaced(client.clone(), &namespace);
+        let params = select(&name);
+        Box::pin(async move {
+            let list = api.list(&params).await?;
+            Ok(list.items.into_iter().map(keep).collect())
+        })
+    }
 }
 
 /// Runs `watch` once the hub's MCSs have listed (the wanted groups are known), telling
