@@ -86,6 +86,13 @@ impl Keys {
         self.scope.also_want(namespace, &derived, true);
     }
 
+    /// Whether `namespace/name` is a key.
+    pub fn contains(&self, namespace: &str, name: &str) -> bool {
+        self.inner()
+            .keys
+            .contains(&(namespace.to_string(), name.to_string()))
+    }
+
     /// Keeps only the keys `keep` says to keep.
     pub fn retain(&self, keep: impl Fn(&str, &str) -> bool) {
         let mut inner = self.inner();

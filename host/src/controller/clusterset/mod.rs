@@ -53,6 +53,8 @@ use crate::clusters::api_error::{Kind, chain};
 use crate::controller::Context;
 use crate::controller::cache::watch::News;
 use crate::controller::cache::{Cached, Listener, Scope};
+use crate::controller::names::object_name;
+use crate::controller::schedule::retries::Retries;
 use cache::{Hears, Resource};
 use keys::Keys;
 use names::{CLUSTER_PROPERTY, CREATED_BY, CREATED_BY_LABEL};
@@ -133,7 +135,7 @@ impl Clusterset {
             membership: membership.clone(),
             stores: members.shared.clone(),
             keys: keys.clone(),
-            retries: Mutex::default(),
+            retries: Retries::default(),
         });
         let controller = Controller::for_stream_with(
             futures::stream::pending::<Result<DynamicObject, watcher::Error>>(),
@@ -231,8 +233,8 @@ struct Shared {
     membership: Arc<RwLock<Membership>>,
     stores: Arc<RwLock<HashMap<String, cache::Stores>>>,
     keys: Arc<Keys>,
-    /// Failed passes in a row, per key.
-    retries: Mutex<HashMap<String, u32>>,
+    /// Failed passes in a row, per key: the MCS passes' backoff.
+    retries: Retries,
 }
 
 /// Why a clusterset pass is run again after a backoff.
@@ -266,7 +268,7 @@ fn now() -> String {
 async fn reconcile(key: Arc<DynamicObject>, shared: Arc<Shared>) -> Result<Action, PassError> {
     let namespace = key.metadata.namespace.as_deref().unwrap_or_default();
     let name = key.metadata.name.as_deref().unwrap_or_default();
-    let object = format!("{namespace}/{name}");
+    let object = object_name(&key);
     let ctx = &shared.ctx;
     let membership = current(&shared.membership);
     ctx.metrics.clusterset_pass();
@@ -321,11 +323,7 @@ async fn reconcile(key: Arc<DynamicObject>, shared: Arc<Shared>) -> Result<Actio
         // Its caches' list or fill triggers the key too; this is the safety net.
         return Err(PassError::Unreadable(unreadable));
     }
-    shared
-        .retries
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .remove(&object);
+    shared.retries.succeeded(&object);
     if outcome.conflicts > 0 {
         // A ServiceExport changed since the cache showed it: decide again on what the cache
         // holds in a moment (its watch event is on the way).
@@ -336,15 +334,7 @@ async fn reconcile(key: Arc<DynamicObject>, shared: Arc<Shared>) -> Result<Actio
 
 /// Retries a failed pass after its key's backoff.
 fn error_policy(key: Arc<DynamicObject>, _: &PassError, shared: Arc<Shared>) -> Action {
-    let object = format!(
-        "{}/{}",
-        key.metadata.namespace.as_deref().unwrap_or_default(),
-        key.metadata.name.as_deref().unwrap_or_default()
-    );
-    let mut retries = shared.retries.lock().unwrap_or_else(|p| p.into_inner());
-    let failed = retries.entry(object).or_default();
-    *failed += 1;
-    Action::requeue(write::backoff(*failed))
+    shared.retries.failed(&object_name(&key))
 }
 
 /// At a resync: drops the keys nothing is left of in any member (no ServiceExport, no
@@ -380,6 +370,10 @@ fn retain_keys(shared: &Shared) {
                     .iter()
                     .any(|s| s.label(names::MCS_SERVICE_NAME_LABEL) == Some(name))
         })
+    });
+    shared.retries.retain(|key| {
+        key.split_once('/')
+            .is_some_and(|(namespace, name)| shared.keys.contains(namespace, name))
     });
 }
 

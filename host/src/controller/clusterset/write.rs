@@ -13,7 +13,6 @@
 //! Every write goes through its store's [`Store::writing`] guard: its own watch event is not
 //! news, anybody else's change meanwhile asks for another pass.
 
-use std::time::Duration;
 
 use futures::future::join_all;
 use k8s_openapi::api::core::v1::Service;
@@ -377,11 +376,4 @@ where
             Err(err)
         }
     }
-}
-
-/// The wait before a failed pass is run again: 0.5 s doubling to 30 s.
-pub fn backoff(failures_in_a_row: u32) -> Duration {
-    Duration::from_millis(500)
-        .saturating_mul(1 << failures_in_a_row.saturating_sub(1).min(6))
-        .min(Duration::from_secs(30))
 }
