@@ -13,7 +13,6 @@
 //! Every write goes through its store's [`Store::writing`] guard: its own watch event is not
 //! news, anybody else's change meanwhile asks for another pass.
 
-
 use futures::future::join_all;
 use k8s_openapi::api::core::v1::Service;
 use kube::api::{DeleteParams, DynamicObject, Patch, PatchParams, Preconditions};
