@@ -94,4 +94,4 @@ printf '\n%s\n' "${summary[@]}"
 printf '\nexecutions so far (fuzz/runs.log):\n'
 awk -F'\t' '{ sub("execs=", "", $4); total[$2] += $4; if ($6 != "ok") failed[$2]++ }
   END { for (t in total) printf "  %-10s %12d  runs failed: %d\n", t, total[t], failed[t] }' "$LOG" | sort
-if printf '%s\n' "${summary[@]}" | grep -q FAILED; then exit 1; fi
+if [[ " ${summary[*]} " == *FAILED* ]]; then exit 1; fi

@@ -20,10 +20,14 @@ set -euo pipefail
 cache=${XDG_CACHE_HOME:-$HOME/.cache}/mcs-policy/k8s-tools-v36
 say() { echo "k8s-tools.sh: $*" >&2; }
 
-# Both tools run and are the versions this cache is for.
+# Both tools run and are the versions this cache is for. Each tool's output is read whole before
+# it is matched: `tool | grep -q` under pipefail fails at random when grep exits at its first
+# match while the tool still writes (kubectl prints two lines and dies of SIGPIPE, exit 141).
 complete() {
-  "$1/helm" version --short 2>/dev/null | grep -q '^v4\.' &&
-    "$1/kubectl" version --client 2>/dev/null | grep -q '^Client Version: v1\.36\.'
+  local helm_version kubectl_version
+  helm_version=$("$1/helm" version --short 2>/dev/null) || return 1
+  kubectl_version=$("$1/kubectl" version --client 2>/dev/null) || return 1
+  [[ $helm_version == v4.* ]] && grep -q '^Client Version: v1\.36\.' <<<"$kubectl_version"
 }
 
 if complete "$cache/bin"; then
