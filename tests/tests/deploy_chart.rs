@@ -52,10 +52,15 @@ fn render(namespace: &str, values: &[&str]) -> Vec<Value> {
 }
 
 /// A CA certificate file, PEM.
+/// A fresh CA certificate in a file of its own: one file per call, because tests run in parallel
+/// threads of one process and each reads its CA back after `helm template` (a shared path let
+/// one test's certificate overwrite another's in between).
 fn ca_file() -> PathBuf {
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let dir = std::env::temp_dir().join(format!("mcs-policy-chart-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("ca.crt");
+    let path = dir.join(format!("ca-{call}.crt"));
     let pem = rcgen::generate_simple_self_signed(vec!["mcs-policy".into()])
         .unwrap()
         .cert
