@@ -103,8 +103,14 @@ echo "$image_built"
 MCS_POLICY_IMAGE=$(sed -n 's/^built \([^ ]*\) .*/\1/p' <<<"$image_built")
 export MCS_POLICY_IMAGE MCS_POLICY_IMAGE_BINARY=$release_binary
 
+# The real kube-apiserver, etcd and kube-controller-manager that tests/tests/real_*.rs start
+# (KUBEBUILDER_ASSETS, setup-envtest, or shared/envtest/ beside the clone).
+step "real control-plane binaries (scripts/envtest-assets.sh)"
+envtest_assets=$(scripts/envtest-assets.sh)
+echo "$envtest_assets"
+
 step "unit, doc and integration tests (tests/tests/image.rs runs the image)"
-PATH="$k8s_tools_dir:$wasmtime_dir:$PATH" cargo test --workspace --locked
+KUBEBUILDER_ASSETS=$envtest_assets PATH="$k8s_tools_dir:$wasmtime_dir:$PATH" cargo test --workspace --locked
 
 step "JavaScript host (jco) against mcs-policy eval"
 (
