@@ -14,6 +14,10 @@
 //!   annotation would remove them from the user's object).
 //! - **MultiClusterServices** keep everything but `managedFields`: the component reads the
 //!   whole object (spec, metadata, status conditions).
+//!
+//! [`Cached`] is what a store needs of every object it keeps: its identity ([`Key`]) and its
+//! resourceVersion, whose order [`is_later`] says. It lives here, below the store, so that
+//! the store and what it keeps import in one direction.
 
 use std::hash::{Hash, Hasher};
 use std::sync::{Arc, LazyLock};
@@ -24,11 +28,48 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::DynamicObject;
 
 use super::interner::Interner;
-use super::store::Cached;
 use super::watched::WatchedSlice;
 use crate::engine::SliceSource;
 use crate::engine::convert::{self, SliceFacts};
 use crate::engine::types::SliceCopy;
+
+/// What a store needs of an object it keeps.
+pub trait Cached: Send + Sync + 'static {
+    /// `metadata.namespace`.
+    fn namespace(&self) -> &str;
+    /// `metadata.name`.
+    fn name(&self) -> &str;
+    /// `metadata.uid`.
+    fn uid(&self) -> Option<&str>;
+    /// `metadata.resourceVersion`.
+    fn resource_version(&self) -> Option<&str>;
+}
+
+/// `(namespace, name)` of an object, or `(namespace, group)` of a group.
+pub type Key = (Box<str>, Box<str>);
+
+/// The key of `namespace/name`.
+pub fn key(namespace: &str, name: &str) -> Key {
+    (namespace.into(), name.into())
+}
+
+/// The key of `object`.
+pub fn key_of<K: Cached>(object: &K) -> Key {
+    key(object.namespace(), object.name())
+}
+
+/// Whether resourceVersion `seen` is later than `written`: as integers (Kubernetes v1.35 made
+/// resource versions of one resource comparable so); either not an integer counts as later,
+/// so an own write is never laid over a store for longer than it must be.
+pub fn is_later(seen: Option<&str>, written: Option<&str>) -> bool {
+    match (
+        seen.and_then(|s| s.parse::<u64>().ok()),
+        written.and_then(|w| w.parse::<u64>().ok()),
+    ) {
+        (Some(seen), Some(written)) => seen > written,
+        _ => true,
+    }
+}
 
 /// An EndpointSlice as the caches keep it: its identity, and what it has in common with the
 /// other copies of the same slice (kept once for all of them).

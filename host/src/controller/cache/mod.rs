@@ -33,6 +33,7 @@
 //! our own objects are idempotent: made from a stale store they write what a fresh one would,
 //! or fail on the resourceVersion (409) and are re-read.
 
+pub mod groups;
 pub mod interner;
 pub mod kept;
 pub mod scope;
@@ -56,7 +57,8 @@ use crate::controller::names::{
 use crate::controller::probes::metrics::Metrics;
 pub use kept::{KeptService, KeptSlice};
 pub use scope::Scope;
-pub use store::{Cached, Failure, Health, Patience, Store};
+pub use kept::Cached;
+pub use store::{Failure, Health, Patience, Store};
 pub use watch::News;
 use watch::Watch;
 

@@ -29,7 +29,8 @@
 
 use std::collections::BTreeMap;
 
-use super::scope::Groups;
+use super::groups::Groups;
+use super::kept::{Cached, Key, is_later, key, key_of};
 use crate::fast_map::FastMap;
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
@@ -41,29 +42,6 @@ pub const PENDING_TTL: Duration = Duration::from_secs(60);
 /// Which objects a pass reads together: the `kubernetes.io/service-name` of a slice, the name
 /// of a Service or MultiClusterService.
 pub type GroupOf<K> = fn(&K) -> Option<&str>;
-
-/// What a store needs of an object it keeps.
-pub trait Cached: Send + Sync + 'static {
-    /// `metadata.namespace`.
-    fn namespace(&self) -> &str;
-    /// `metadata.name`.
-    fn name(&self) -> &str;
-    /// `metadata.uid`.
-    fn uid(&self) -> Option<&str>;
-    /// `metadata.resourceVersion`.
-    fn resource_version(&self) -> Option<&str>;
-}
-
-/// `(namespace, name)` of an object, or `(namespace, group)` of a group.
-pub(super) type Key = (Box<str>, Box<str>);
-
-pub(super) fn key(namespace: &str, name: &str) -> Key {
-    (namespace.into(), name.into())
-}
-
-pub(super) fn key_of<K: Cached>(object: &K) -> Key {
-    key(object.namespace(), object.name())
-}
 
 /// Whether a store can be read, and if not, why.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -769,19 +747,6 @@ impl<K: Cached> Inner<K> {
                 self.pending.remove(group);
             }
         }
-    }
-}
-
-/// Whether resourceVersion `seen` is later than `written`: as integers (Kubernetes v1.35 made
-/// resource versions of one resource comparable so); either not an integer counts as later,
-/// so an own write is never laid over a store for longer than it must be.
-pub(super) fn is_later(seen: Option<&str>, written: Option<&str>) -> bool {
-    match (
-        seen.and_then(|s| s.parse::<u64>().ok()),
-        written.and_then(|w| w.parse::<u64>().ok()),
-    ) {
-        (Some(seen), Some(written)) => seen > written,
-        _ => true,
     }
 }
 

@@ -59,7 +59,8 @@ use serde::de::DeserializeOwned;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use super::store::{Cached, Health, Store};
+use super::kept::Cached;
+use super::store::{Health, Store};
 use crate::clusters::api_error::{Kind, chain, kind_of};
 
 #[cfg(doc)]
