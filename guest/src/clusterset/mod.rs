@@ -95,20 +95,27 @@ pub fn decide(read: &ClustersetRead) -> Result<ClustersetDecision, String> {
     clusters.extend(kept_exporters.iter().cloned());
     let clusters: Vec<String> = clusters.into_iter().collect();
 
-    let desired: Vec<EndpointSlice> = members
-        .iter()
-        .filter(|m| contributors.iter().any(|c| c.id == m.id))
-        .flat_map(|m| {
-            let Seen::Readable(r) = &m.seen else {
-                return Vec::new();
-            };
-            r.slices
-                .iter()
-                .filter(|s| slices::is_source(s, &read.namespace, &read.name))
-                .map(|s| slices::imported(s, &read.name, &m.id, &derived_name))
-                .collect()
-        })
-        .collect();
+    let desired: Vec<EndpointSlice> = match &mode {
+        Mode::Apply(resolved) => members
+            .iter()
+            .flat_map(|m| {
+                let Seen::Readable(r) = &m.seen else {
+                    return Vec::new();
+                };
+                let Some(ports) = resolved.contributed.get(&m.id).filter(|_| {
+                    contributors.iter().any(|c| c.id == m.id && imported(c, resolved))
+                }) else {
+                    return Vec::new();
+                };
+                r.slices
+                    .iter()
+                    .filter(|s| slices::is_source(s, &read.namespace, &read.name))
+                    .map(|s| slices::imported(s, &read.name, &m.id, &derived_name, ports))
+                    .collect()
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
 
     let (winner, conflicts) = match &mode {
         Mode::Apply(r) => (Some(r.winner.as_str()), r.conflicts.as_slice()),
@@ -258,6 +265,16 @@ fn member(
     decision.delete_slices = writes.delete;
     decision.notes.extend(writes.notes);
     decision
+}
+
+/// Whether an export's endpoints are imported: it has no ports, or at least one of its ports is
+/// the import's (same number and protocol).
+fn imported(c: &Contributor<'_>, resolved: &resolve::Resolved) -> bool {
+    c.properties.ports.is_empty()
+        || resolved
+            .contributed
+            .get(c.id)
+            .is_some_and(|ports| !ports.is_empty())
 }
 
 fn str_at_is_headless(service: &Value) -> bool {

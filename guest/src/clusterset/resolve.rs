@@ -1,9 +1,11 @@
 //! Many exports, one ServiceImport: the oldest valid export wins (creationTimestamp, ties by
 //! cluster id), the ports are the union of every export's (the winner's first, then each
-//! export's new names in precedence order), and every property on which some export differs
-//! from the winner is a conflict, reported with the Multi-Cluster Services API's reasons.
+//! export's new ports in precedence order; a port is the same port as one already in the union
+//! when it has its name, else its number and protocol), and every property on which some export
+//! differs from the winner is a conflict, reported with the Multi-Cluster Services API's
+//! reasons. Each export contributes the ports whose number and protocol are the union's.
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 
 use crate::time::Timestamp;
 
@@ -36,6 +38,40 @@ pub struct Resolved {
     pub properties: Properties,
     /// The conflict reasons, in check order, each once.
     pub conflicts: Vec<&'static str>,
+    /// Per contributor (cluster id): the ports its export contributes to the import, as the
+    /// name of its Service's port (the name its slices' ports carry) mapped to the name of the
+    /// import's port (the name the imported slices' ports must carry).
+    pub contributed: BTreeMap<String, BTreeMap<String, String>>,
+}
+
+/// Merges `ports` (one export's) into `union`: a port is the union's port of the same name,
+/// else of the same number and protocol, else a new port, added only when it and every port
+/// of the union are named (a Service of several ports names them all). Answers the ports this
+/// export contributes: its port's name to the union port's name, for every port whose number
+/// and protocol are the union port's.
+pub fn merge_ports(union: &mut Vec<Port>, ports: &[Port]) -> BTreeMap<String, String> {
+    let mut contributed = BTreeMap::new();
+    for port in ports {
+        let same = union.iter().position(|u| u.name == port.name).or_else(|| {
+            union
+                .iter()
+                .position(|u| u.port == port.port && u.protocol == port.protocol)
+        });
+        match same {
+            Some(i) => {
+                let u = &union[i];
+                if u.port == port.port && u.protocol == port.protocol {
+                    contributed.insert(port.name.clone(), u.name.clone());
+                }
+            }
+            None if !port.name.is_empty() && union.iter().all(|u| !u.name.is_empty()) => {
+                contributed.insert(port.name.clone(), port.name.clone());
+                union.push(port.clone());
+            }
+            None => {}
+        }
+    }
+    contributed
 }
 
 /// Precedence: oldest first; an export without a creationTimestamp after every one with;
@@ -52,13 +88,10 @@ pub fn resolve(contributors: &[Contributor<'_>]) -> Option<Resolved> {
     precedence(&mut ordered);
     let winner = ordered.first()?;
     let mut properties = winner.properties.clone();
-    let mut names: BTreeSet<String> = properties.ports.iter().map(|p| p.name.clone()).collect();
-    for other in &ordered[1..] {
-        for port in &other.properties.ports {
-            if names.insert(port.name.clone()) {
-                properties.ports.push(port.clone());
-            }
-        }
+    let mut contributed = BTreeMap::new();
+    for c in &ordered {
+        let theirs = merge_ports(&mut properties.ports, &c.properties.ports);
+        contributed.insert(c.id.to_string(), theirs);
     }
     let mut conflicts = Vec::new();
     let w = winner.properties;
@@ -102,6 +135,7 @@ pub fn resolve(contributors: &[Contributor<'_>]) -> Option<Resolved> {
         winner: winner.id.to_string(),
         properties,
         conflicts,
+        contributed,
     })
 }
 

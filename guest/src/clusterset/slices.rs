@@ -3,13 +3,13 @@
 //! deterministically within 63 bytes; the ones of ours no export asks for any longer go, except
 //! those of an unreadable member's exports.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::filter::{
     CLUSTERSET_MANAGER, DISPATCH_MANAGER, IMPORT_MANAGER, MANAGED_BY_LABEL, MC_SERVICE_NAME_LABEL,
     MC_SOURCE_CLUSTER_LABEL, SERVICE_NAME_LABEL, fnv1a64,
 };
-use crate::{DeletePrecondition, EndpointSlice, ImportedSlice};
+use crate::{DeletePrecondition, EndpointPort, EndpointSlice, ImportedSlice};
 
 const MAX_NAME: usize = 63;
 /// `-` and 16 hex digits.
@@ -59,12 +59,37 @@ pub fn name(name: &str, cluster_id: &str, source: &str) -> String {
     format!("{prefix}-{hash:016x}")
 }
 
-/// The imported slice made from `source`, an exporter's slice.
+/// The ports of an exporter's slice its export contributes to the import: those whose name is
+/// a key of `contributed` (the exporter's Service port name, empty for an unnamed port), named
+/// as the import's port (its value).
+pub fn contributed_ports(
+    ports: &[EndpointPort],
+    contributed: &BTreeMap<String, String>,
+) -> Vec<EndpointPort> {
+    ports
+        .iter()
+        .filter_map(|p| {
+            let import_name = contributed.get(p.name.as_deref().unwrap_or_default())?;
+            Some(EndpointPort {
+                name: if import_name.is_empty() {
+                    None
+                } else {
+                    Some(import_name.clone())
+                },
+                ..p.clone()
+            })
+        })
+        .collect()
+}
+
+/// The imported slice made from `source`, an exporter's slice, with the ports its export
+/// contributes (`contributed`, see [`contributed_ports`]).
 pub fn imported(
     source: &EndpointSlice,
     name_: &str,
     cluster_id: &str,
     derived: &str,
+    contributed: &BTreeMap<String, String>,
 ) -> EndpointSlice {
     EndpointSlice {
         name: name(name_, cluster_id, &source.name),
@@ -79,7 +104,7 @@ pub fn imported(
         annotations: Vec::new(),
         address_type: source.address_type.clone(),
         endpoints: source.endpoints.clone(),
-        ports: source.ports.clone(),
+        ports: contributed_ports(&source.ports, contributed),
     }
 }
 

@@ -811,3 +811,138 @@ fn a_slice_of_ours_read_without_a_uid_is_not_deleted() {
     assert_eq!(names, ["web-gone-1"]);
     assert_eq!(d.members[0].notes.len(), 1);
 }
+
+/// `slice` with these ports (name, port).
+fn slice_with_ports(name: &str, ip: &str, ports: &[(Option<&str>, i32)]) -> EndpointSlice {
+    let mut s = slice(name, ip);
+    s.ports = ports
+        .iter()
+        .map(|(n, p)| EndpointPort {
+            name: n.map(str::to_string),
+            port: Some(*p),
+            protocol: Some("TCP".into()),
+            app_protocol: None,
+        })
+        .collect();
+    s
+}
+
+fn slice_ports(s: &EndpointSlice) -> Vec<(Option<String>, Option<i32>)> {
+    s.ports.iter().map(|p| (p.name.clone(), p.port)).collect()
+}
+
+#[test]
+fn a_port_of_the_same_number_and_protocol_under_another_name_is_the_same_port() {
+    let a = exporter(
+        "2026-11-01T00:00:00Z",
+        service(&[("", 80, "TCP")], false),
+        vec![slice_with_ports("web-a", "10.0.0.1", &[(None, 8080)])],
+    );
+    let b = exporter(
+        "2026-11-02T00:00:00Z",
+        service(&[("http", 80, "TCP")], false),
+        vec![slice_with_ports("web-b", "10.1.0.1", &[(Some("http"), 8080)])],
+    );
+    let d = pass(vec![member("a", a), member("b", b)]);
+    assert_eq!(d.winner.as_deref(), Some("a"));
+    assert_eq!(d.conflicts, ["PortConflict"], "the names differ");
+    for m in &d.members {
+        let one = json!([{"protocol": "TCP", "port": 80}]);
+        assert_eq!(applied(&m.service_import)["spec"]["ports"], one);
+        assert_eq!(applied(&m.derived_service)["spec"]["ports"], one);
+        assert_eq!(m.apply_slices.len(), 2, "both exporters serve port 80");
+        for s in &m.apply_slices {
+            assert_eq!(
+                slice_ports(s),
+                [(None, Some(8080))],
+                "named as the import's port"
+            );
+        }
+    }
+}
+
+#[test]
+fn an_unnamed_port_is_never_added_to_a_union_of_several() {
+    let a = exporter(
+        "2026-11-01T00:00:00Z",
+        service(&[("http", 80, "TCP")], false),
+        vec![],
+    );
+    let b = exporter(
+        "2026-11-02T00:00:00Z",
+        service(&[("", 81, "TCP")], false),
+        vec![],
+    );
+    let d = pass(vec![member("a", a), member("b", b)]);
+    let import = applied(&d.members[0].service_import);
+    assert_eq!(
+        import["spec"]["ports"],
+        json!([{"name": "http", "protocol": "TCP", "port": 80}])
+    );
+}
+
+#[test]
+fn an_imported_slice_carries_only_the_ports_its_export_contributes() {
+    let a = exporter(
+        "2026-11-01T00:00:00Z",
+        service(&[("http", 80, "TCP")], false),
+        vec![slice_with_ports("web-a", "10.0.0.1", &[(Some("http"), 8080)])],
+    );
+    let b = exporter(
+        "2026-11-02T00:00:00Z",
+        service(&[("http", 81, "TCP"), ("metrics", 9090, "TCP")], false),
+        vec![slice_with_ports(
+            "web-b",
+            "10.1.0.1",
+            &[(Some("http"), 8081), (Some("metrics"), 9090)],
+        )],
+    );
+    let d = pass(vec![
+        member("a", a),
+        member("b", b),
+        member("c", Held::default()),
+    ]);
+    assert_eq!(d.conflicts, ["PortConflict"]);
+    for m in &d.members {
+        assert_eq!(
+            applied(&m.service_import)["spec"]["ports"],
+            json!([{"name": "http", "protocol": "TCP", "port": 80},
+                   {"name": "metrics", "protocol": "TCP", "port": 9090}])
+        );
+        let from = |id: &str| {
+            m.apply_slices
+                .iter()
+                .find(|s| label(s, "multicluster.kubernetes.io/source-cluster") == Some(id))
+                .unwrap_or_else(|| panic!("a slice from {id}"))
+        };
+        assert_eq!(slice_ports(from("a")), [(Some("http".into()), Some(8080))]);
+        assert_eq!(
+            slice_ports(from("b")),
+            [(Some("metrics".into()), Some(9090))],
+            "b's http is port 81, not the import's 80: no traffic for it goes to b"
+        );
+    }
+}
+
+#[test]
+fn an_export_none_of_whose_ports_is_imported_has_no_slices_imported() {
+    let a = exporter(
+        "2026-11-01T00:00:00Z",
+        service(&[("http", 80, "TCP")], false),
+        vec![slice_with_ports("web-a", "10.0.0.1", &[(Some("http"), 8080)])],
+    );
+    let b = exporter(
+        "2026-11-02T00:00:00Z",
+        service(&[("http", 80, "UDP")], false),
+        vec![slice_with_ports("web-b", "10.1.0.1", &[(Some("http"), 8080)])],
+    );
+    let d = pass(vec![member("a", a), member("b", b)]);
+    for m in &d.members {
+        let sources: Vec<_> = m
+            .apply_slices
+            .iter()
+            .map(|s| label(s, "multicluster.kubernetes.io/source-cluster"))
+            .collect();
+        assert_eq!(sources, [Some("a")]);
+    }
+}

@@ -1,34 +1,23 @@
-//! Triggers: what makes the kube-runtime [`Controller`](kube::runtime::Controller) reconcile a
-//! MultiClusterService, so a change reaches the members without waiting for a resync.
-//!
-//! - an MCS in the hub → itself ([`watch_mcs`], the Controller's own stream), only when its
-//!   spec or whether it is being deleted changed;
-//! - a Service in the hub (the template), an EndpointSlice or a Service in a member → the MCS
-//!   of the same namespace and name (a slice's Service name), when the hub has one and the
-//!   change is not the controller's own write (the caches tell, [`crate::controller::cache`]).
-//!
-//! The caches send references into the channel the Controller reads with `reconcile_on`: its
-//! own `watches` cannot follow clusters that come and go, and every trigger here is timed from
-//! the change that caused it, which the propagation histogram needs ([`Changes`]).
+//! The watch of the hub's MultiClusterServices: the kube-runtime Controller's own stream, and
+//! what of an MCS is news to it (its spec and whether it is being deleted, heard after a list).
 
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use futures::channel::mpsc;
 use kube::Resource;
-use kube::api::{ApiResource, DynamicObject};
-use kube::runtime::reflector::{self, ObjectRef};
+use kube::api::DynamicObject;
+use kube::runtime::reflector;
 use kube::runtime::watcher::{self, Event};
 use tokio::task::JoinHandle;
 
-use super::watch::{News, Watch};
-use super::{Cached, Listener, Scope, Store};
+use super::{Changes, Reactions};
 use crate::clusters::Cluster;
-use crate::controller::names::mcs_resource;
-use crate::controller::probes::metrics::Metrics;
+use crate::controller::cache::Store;
+use crate::controller::cache::watch::{self, News, Watch};
 
 /// What happened to an object.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -36,146 +25,6 @@ pub enum Change {
     Applied,
     Deleted,
 }
-
-/// When each MCS's oldest watched change not yet reconciled was seen: the start of the
-/// propagation latency, taken by the pass that carries the change. Its size is the
-/// `queue_depth` gauge (kube-runtime does not expose its scheduler's).
-#[derive(Debug, Default)]
-pub struct Changes(Mutex<HashMap<String, Instant>>);
-
-impl Changes {
-    /// A change of `key` seen at `at` (the earliest unreconciled change wins).
-    pub fn seen(&self, key: &str, at: Instant) {
-        if let Ok(mut changes) = self.0.lock() {
-            changes
-                .entry(key.to_string())
-                .and_modify(|first| *first = (*first).min(at))
-                .or_insert(at);
-        }
-    }
-
-    /// The instant of `key`'s oldest unreconciled change, which its pass now carries.
-    pub fn take(&self, key: &str) -> Option<Instant> {
-        self.0.lock().ok()?.remove(key)
-    }
-
-    /// Keeps only the changes of the MCSs `exists` names: a change of an MCS deleted before
-    /// its pass is never taken.
-    pub fn retain(&self, exists: impl Fn(&str) -> bool) {
-        if let Ok(mut changes) = self.0.lock() {
-            changes.retain(|key, _| exists(key));
-        }
-    }
-
-    /// MCSs with a change waiting for its pass.
-    pub fn len(&self) -> usize {
-        self.0.lock().map(|c| c.len()).unwrap_or(0)
-    }
-
-    /// Whether no change waits.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-}
-
-/// Where the watches send MCS references: the Controller's `reconcile_on` channel.
-#[derive(Clone)]
-pub struct Triggers {
-    sender: mpsc::UnboundedSender<ObjectRef<DynamicObject>>,
-    /// When each MCS's oldest unreconciled change was seen.
-    pub changes: Arc<Changes>,
-    /// The groups the hub's MCSs name, which the members' caches keep
-    /// ([`super::scope`]): fed by [`watch_mcs`].
-    pub scope: Scope,
-    resource: ApiResource,
-}
-
-impl Triggers {
-    /// The sink, and the stream of references to hand to `Controller::reconcile_on`.
-    pub fn new(
-        changes: Arc<Changes>,
-    ) -> (Triggers, mpsc::UnboundedReceiver<ObjectRef<DynamicObject>>) {
-        let (sender, receiver) = mpsc::unbounded();
-        let triggers = Triggers {
-            sender,
-            changes,
-            scope: Scope::default(),
-            resource: mcs_resource(),
-        };
-        (triggers, receiver)
-    }
-
-    /// Asks for a pass of the MCS `key` (`namespace/name`) for a change seen at `at`.
-    pub fn send(&self, key: &str, at: Instant) {
-        let Some((namespace, name)) = key.split_once('/') else {
-            return;
-        };
-        self.changes.seen(key, at);
-        let reference = ObjectRef::new_with(name, self.resource.clone()).within(namespace);
-        // Closed only when the Controller is gone, i.e. when syncing stops.
-        self.sender.unbounded_send(reference).ok();
-    }
-}
-
-/// What the caches do with the news of their watches: trigger passes, report lists.
-#[derive(Clone)]
-pub struct Reactions {
-    /// Where passes are requested.
-    pub triggers: Triggers,
-    /// The hub's MCSs: a change triggers a pass only when an MCS of its name exists.
-    pub mcs: Store<DynamicObject>,
-    /// A cluster (by name) whose store listed again after being unreadable.
-    pub relisted: mpsc::UnboundedSender<String>,
-    /// Watch failures are counted per cluster.
-    pub metrics: Arc<Metrics>,
-}
-
-impl Listener for Reactions {
-    /// Reacts to one event of a store of `cluster` grouped by MCS name (slices by their
-    /// Service, Services by name): a foreign change of a group that names an MCS triggers
-    /// its pass.
-    fn hear<K: Cached>(&self, cluster: &str, news: News<'_, K>) {
-        match news {
-            News::Failed { kind, .. } => self.metrics.cluster_error(cluster, kind),
-            News::Changed { own: true, .. } | News::Listed { .. } => {}
-            News::Changed {
-                object,
-                group: Some(group),
-                left,
-                own: false,
-                ..
-            } => {
-                // A relabelled object is news to the group it left as well as to its new one.
-                let namespace = object.namespace();
-                for group in std::iter::once(group).chain(left) {
-                    if self.mcs.get(namespace, group).is_some() {
-                        let key = format!("{namespace}/{group}");
-                        self.triggers.send(&key, Instant::now());
-                    }
-                }
-            }
-            News::Changed { group: None, .. } => {}
-            News::Synced { returned } => {
-                if returned {
-                    self.relisted.unbounded_send(cluster.to_string()).ok();
-                }
-            }
-        }
-    }
-
-    /// A group of a member listed since its MCS named it: the MCS's pass can read it.
-    fn filled(&self, _cluster: &str, namespace: &str, name: &str) {
-        if self.mcs.get(namespace, name).is_some() {
-            self.triggers
-                .send(&format!("{namespace}/{name}"), Instant::now());
-        }
-    }
-
-    fn scope(&self) -> Option<Scope> {
-        Some(self.triggers.scope.clone())
-    }
-}
-
 /// Starts the watch of the hub's MultiClusterServices: it fills `store` (what passes read),
 /// mirrors every event, metadata only, into `writer` (the store the Controller runs on), and
 /// sends into the returned stream every MCS whose spec or deletion changed
@@ -204,10 +53,10 @@ pub fn watch_mcs(
     let watch = Watch {
         cluster: hub.name.clone(),
         resource: "multiclusterservices",
-        api: super::mcs_api(hub),
-        config: super::watch::config(),
+        api: crate::controller::cache::mcs_api(hub),
+        config: watch::config(),
         store,
-        keep: super::kept::mcs,
+        keep: crate::controller::cache::kept::mcs,
         mirror: Some(Box::new(mirror)),
         wake: Arc::default(),
     };
@@ -366,6 +215,7 @@ fn object_key<K: Resource>(object: &K) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::controller::names::mcs_resource;
     use serde_json::json;
 
     fn mcs(generation: i64) -> DynamicObject {
@@ -422,29 +272,6 @@ mod tests {
         );
     }
 
-    #[test]
-    fn a_trigger_is_timed_from_the_first_sighting_of_its_change() {
-        let changes = Arc::new(Changes::default());
-        let (triggers, mut references) = Triggers::new(changes.clone());
-        let t0 = Instant::now();
-        let t1 = t0 + std::time::Duration::from_millis(5);
-        triggers.send("shop/web", t1);
-        triggers.send("shop/web", t0);
-        triggers.send("no-namespace", t0);
-        assert_eq!(changes.len(), 1, "only shop/web has a change waiting");
-        assert_eq!(changes.take("shop/web"), Some(t0), "the earliest change");
-        assert_eq!(changes.take("shop/web"), None, "taken by its pass");
-        let mut sent = Vec::new();
-        while let Ok(reference) = references.try_recv() {
-            sent.push(format!(
-                "{}/{}",
-                reference.namespace.unwrap(),
-                reference.name
-            ));
-        }
-        assert_eq!(sent, ["shop/web", "shop/web"]);
-    }
-
     fn named(name: &str, generation: i64) -> DynamicObject {
         let mut o = mcs(generation);
         o.metadata.name = Some(name.to_string());
@@ -490,18 +317,6 @@ mod tests {
         seen.list_started();
         seen.list_done();
         assert!(seen.seen.is_empty());
-    }
-
-    #[test]
-    fn changes_of_mcss_that_are_gone_are_dropped() {
-        let changes = Changes::default();
-        let t0 = Instant::now();
-        changes.seen("shop/web", t0);
-        changes.seen("shop/gone", t0);
-        changes.retain(|key| key == "shop/web");
-        assert_eq!(changes.len(), 1);
-        assert_eq!(changes.take("shop/web"), Some(t0));
-        assert!(changes.is_empty());
     }
 
     #[test]
