@@ -101,7 +101,7 @@ pub fn merge_update(
         Part::Status => with_status_of(current.clone(), &candidate),
     };
     if part == Part::Main {
-        apply_special(rt, &mut result, &current["status"])?;
+        apply_special(rt, &mut result, current)?;
     }
     if generation_changes(rt, current, &result) {
         let generation = current["metadata"]["generation"].as_i64().unwrap_or(0) + 1;
@@ -235,14 +235,10 @@ fn with_status_of(mut target: Value, source: &Value) -> Value {
 }
 
 /// Resource-specific server-set fields.
-fn apply_special(
-    rt: &ResourceType,
-    obj: &mut Value,
-    previous_status: &Value,
-) -> Result<(), ApiError> {
+fn apply_special(rt: &ResourceType, obj: &mut Value, previous: &Value) -> Result<(), ApiError> {
     match rt.special {
         Special::None | Special::Namespace => {}
-        Special::CustomResourceDefinition => crd::prepare(obj, previous_status)?,
+        Special::CustomResourceDefinition => crd::prepare(obj, previous)?,
     }
     Ok(())
 }

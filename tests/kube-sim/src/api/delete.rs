@@ -30,7 +30,7 @@ use super::write;
 use crate::app::App;
 use crate::lifecycle;
 use crate::object;
-use crate::registry::ResourceType;
+use crate::registry::{ResourceType, Special};
 use crate::status::ApiError;
 use crate::store::Store;
 use crate::stored::Stored;
@@ -116,7 +116,11 @@ fn delete_listed(store: &mut Store, rt: &ResourceType, listed: &Stored) {
 
 fn delete_locked(store: &mut Store, rt: &ResourceType, current: &Arc<Value>) -> Deletion {
     if let Some(kept) = types::delete(rt, current, &object::now()) {
-        return Deletion::Pending(write::commit(store, rt, current, kept));
+        let marked = write::commit(store, rt, current, kept);
+        if rt.special == Special::CustomResourceDefinition {
+            finish_crd_deletion(store, rt, &marked);
+        }
+        return Deletion::Pending(marked);
     }
     if !object::has_finalizers(current) {
         return Deletion::Removed(write::remove(store, rt, current));
@@ -126,6 +130,21 @@ fn delete_locked(store: &mut Store, rt: &ResourceType, current: &Arc<Value>) -> 
     }
     let marked = lifecycle::mark_deleting(current, &object::now());
     Deletion::Pending(write::commit(store, rt, current, marked))
+}
+
+/// What apiextensions' finalizing controller does once a CRD is marked for deletion, at once:
+/// its custom resources deleted (stopping to serve them drops them), then its cleanup
+/// finalizer removed, which deletes the CRD unless other finalizers hold it.
+fn finish_crd_deletion(store: &mut Store, rt: &ResourceType, marked: &Arc<Value>) {
+    let mut finalized = (**marked).clone();
+    let meta = object::metadata_mut(&mut finalized);
+    if let Some(list) = meta.get_mut("finalizers").and_then(Value::as_array_mut) {
+        list.retain(|f| f != crate::crd::CLEANUP_FINALIZER);
+        if list.is_empty() {
+            meta.remove("finalizers");
+        }
+    }
+    write::commit(store, rt, marked, finalized);
 }
 
 /// The request's `DeleteOptions`: its body, or without one its query parameters; validated

@@ -14,11 +14,13 @@ use crate::types::field;
 const KIND: &str = "CustomResourceDefinition";
 const GROUP: &str = "apiextensions.k8s.io";
 
-/// Defaults, checks and the strategy's status for a CRD being written; `previous_status` is
-/// the live status (null on create).
-pub fn prepare(crd: &mut Value, previous_status: &Value) -> Result<(), ApiError> {
+/// Defaults, checks and the strategy's status for a CRD being written; `previous` is the live
+/// CRD (null on create).
+pub fn prepare(crd: &mut Value, previous: &Value) -> Result<(), ApiError> {
     apply_defaults(crd);
     resource_types(crd)?;
+    check_api_approval(crd, previous)?;
+    let previous_status = &previous["status"];
     let mut status = if previous_status.is_object() {
         previous_status.clone()
     } else {
@@ -28,6 +30,151 @@ pub fn prepare(crd: &mut Value, previous_status: &Value) -> Result<(), ApiError>
     crd["status"] = status;
     Ok(())
 }
+
+/// The annotation a CRD in a protected group must carry (KEP 1111).
+const API_APPROVED: &str = "api-approved.kubernetes.io";
+
+/// Whether `group` is a protected community group (`apihelpers.IsProtectedCommunityGroup`):
+/// `k8s.io`, `kubernetes.io` and their subdomains.
+pub fn is_protected_group(group: &str) -> bool {
+    group == "k8s.io"
+        || group.ends_with(".k8s.io")
+        || group == "kubernetes.io"
+        || group.ends_with(".kubernetes.io")
+}
+
+/// `apihelpers.APIApprovalState`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Approval {
+    Approved,
+    Bypassed,
+    Missing,
+    Invalid,
+}
+
+/// `apihelpers.GetAPIApprovalState`: the state of a CRD's approval annotation and its reason.
+fn approval_state(crd: &Value) -> (Approval, String) {
+    let annotation = crd["metadata"]["annotations"][API_APPROVED]
+        .as_str()
+        .unwrap_or_default();
+    if annotation.is_empty() {
+        let reason = format!(
+            "protected groups must have approval annotation \"{API_APPROVED}\", see https://github.com/kubernetes/enhancements/pull/1111"
+        );
+        return (Approval::Missing, reason);
+    }
+    if annotation.starts_with("unapproved") {
+        return (
+            Approval::Bypassed,
+            format!("not approved: {}", field::go_quote(annotation)),
+        );
+    }
+    if is_request_uri(annotation) {
+        return (Approval::Approved, format!("approved in {annotation}"));
+    }
+    let reason = format!(
+        "protected groups must have approval annotation \"{API_APPROVED}\" with either a URL or a reason starting with \"unapproved\", see https://github.com/kubernetes/enhancements/pull/1111"
+    );
+    (Approval::Invalid, reason)
+}
+
+/// Whether Go's `url.ParseRequestURI` accepts `text`: an absolute URL (a scheme, then `:`) or
+/// an absolute path, without spaces or control characters.
+fn is_request_uri(text: &str) -> bool {
+    if text.chars().any(|c| c.is_control() || c == ' ') {
+        return false;
+    }
+    if text.starts_with('/') {
+        return true;
+    }
+    let Some((scheme, rest)) = text.split_once(':') else {
+        return false;
+    };
+    let mut chars = scheme.chars();
+    chars.next().is_some_and(|c| c.is_ascii_alphabetic())
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+        && !rest.is_empty()
+}
+
+/// `validateAPIApproval`: a CRD of a protected group needs the approval annotation, a URL or a
+/// reason starting with `unapproved`, unless an update leaves its approval state as it was.
+fn check_api_approval(crd: &Value, previous: &Value) -> Result<(), ApiError> {
+    let group = crd["spec"]["group"].as_str().unwrap_or_default();
+    if !is_protected_group(group) {
+        return Ok(());
+    }
+    let (state, reason) = approval_state(crd);
+    if previous.is_object() && approval_state(previous).0 == state {
+        return Ok(());
+    }
+    let path = format!("metadata.annotations[{API_APPROVED}]");
+    let error = match state {
+        Approval::Approved | Approval::Bypassed => return Ok(()),
+        Approval::Missing => field::FieldError::required(&path, reason),
+        Approval::Invalid => {
+            let value = crd["metadata"]["annotations"][API_APPROVED].clone();
+            field::FieldError::invalid(&path, value, reason)
+        }
+    };
+    let name = crd["metadata"]["name"].as_str().unwrap_or_default();
+    Err(field::invalid(GROUP, KIND, name, &[error]).expect("one error"))
+}
+
+/// The `KubernetesAPIApprovalPolicyConformant` condition the API approval controller gives a
+/// CRD of a protected group (`calculateCondition`), None for other groups.
+fn approval_condition(crd: &Value, since: &str) -> Option<Value> {
+    let group = crd["spec"]["group"].as_str().unwrap_or_default();
+    if !is_protected_group(group) {
+        return None;
+    }
+    let (state, message) = approval_state(crd);
+    let (status, reason) = match state {
+        Approval::Approved => ("True", "ApprovedAnnotation"),
+        Approval::Bypassed => ("False", "UnapprovedAnnotation"),
+        Approval::Missing => ("False", "MissingAnnotation"),
+        Approval::Invalid => ("False", "InvalidAnnotation"),
+    };
+    Some(json!({
+        "type": "KubernetesAPIApprovalPolicyConformant", "status": status,
+        "lastTransitionTime": since, "reason": reason, "message": message,
+    }))
+}
+
+/// What the CRD registry's DELETE stores (`REST.Delete`): `deletionTimestamp`, the
+/// `customresourcecleanup.apiextensions.k8s.io` finalizer and a `Terminating` condition; the
+/// generation stays.
+pub fn terminate(crd: &Value, now: &str) -> Value {
+    let mut marked = crd.clone();
+    let meta = crate::object::metadata_mut(&mut marked);
+    meta.insert("deletionTimestamp".into(), json!(now));
+    let finalizers = meta.entry("finalizers").or_insert_with(|| json!([]));
+    if let Some(list) = finalizers.as_array_mut()
+        && !list.iter().any(|f| f == CLEANUP_FINALIZER)
+    {
+        list.push(json!(CLEANUP_FINALIZER));
+    }
+    let terminating = json!({
+        "type": "Terminating", "status": "True", "lastTransitionTime": now,
+        "reason": "InstanceDeletionPending",
+        "message": "CustomResourceDefinition marked for deletion; CustomResource deletion will begin soon",
+    });
+    let conditions = &mut marked["status"]["conditions"];
+    if !conditions.is_array() {
+        *conditions = json!([]);
+    }
+    if let Some(list) = conditions.as_array_mut() {
+        match list.iter_mut().find(|c| c["type"] == "Terminating") {
+            Some(existing) if existing["status"] == "True" => {}
+            Some(existing) => *existing = terminating,
+            None => list.push(terminating),
+        }
+    }
+    marked
+}
+
+/// The finalizer the CRD registry adds on DELETE; the finalizing controller removes it once the
+/// custom resources are gone.
+pub const CLEANUP_FINALIZER: &str = "customresourcecleanup.apiextensions.k8s.io";
 
 /// `SetDefaults_CustomResourceDefinitionSpec`.
 fn apply_defaults(crd: &mut Value) {
@@ -91,11 +238,21 @@ pub fn resource_types(crd: &Value) -> Result<Vec<ResourceType>, ApiError> {
         )
     })?;
     let mut schema_errors = Vec::new();
+    // The internal version the apiserver validates lifts a schema every version shares to
+    // `spec.validation`, and names it so in errors.
+    let shared = versions.iter().all(|v| v["schema"] == versions[0]["schema"]);
     for (i, version) in versions.iter().enumerate() {
         let schema = &version["schema"]["openAPIV3Schema"];
         if schema.is_object() {
-            let path = format!("spec.versions[{i}].schema.openAPIV3Schema");
+            let path = if shared {
+                "spec.validation.openAPIV3Schema".to_owned()
+            } else {
+                format!("spec.versions[{i}].schema.openAPIV3Schema")
+            };
             schema_errors.extend(super::structural::errors(schema, &path));
+            if shared {
+                break;
+            }
         }
     }
     if let Some(error) = field::invalid(GROUP, KIND, name, &schema_errors) {
@@ -155,11 +312,25 @@ pub fn established_status(crd: &Value, previous: &Value, now: &str) -> Value {
             .unwrap_or(now)
             .to_owned()
     };
+    let mut conditions = vec![
+        json!({"type": "NamesAccepted", "status": "True", "reason": "NoConflicts", "message": "no conflicts found", "lastTransitionTime": since("NamesAccepted")}),
+        json!({"type": "Established", "status": "True", "reason": "InitialNamesAccepted", "message": "the initial names have been accepted", "lastTransitionTime": since("Established")}),
+    ];
+    // The approval controller's condition; it races the naming controller's two, and the
+    // recordings (`19-crd-protected-groups`) show it last.
+    let approval_type = "KubernetesAPIApprovalPolicyConformant";
+    if let Some(mut approval) = approval_condition(crd, &since(approval_type)) {
+        let unchanged = previous["conditions"]
+            .as_array()
+            .and_then(|cs| cs.iter().find(|c| c["type"] == approval_type))
+            .is_some_and(|c| c["status"] == approval["status"]);
+        if !unchanged {
+            approval["lastTransitionTime"] = json!(now);
+        }
+        conditions.push(approval);
+    }
     json!({
-        "conditions": [
-            {"type": "NamesAccepted", "status": "True", "reason": "NoConflicts", "message": "no conflicts found", "lastTransitionTime": since("NamesAccepted")},
-            {"type": "Established", "status": "True", "reason": "InitialNamesAccepted", "message": "the initial names have been accepted", "lastTransitionTime": since("Established")},
-        ],
+        "conditions": conditions,
         "acceptedNames": accepted,
         "storedVersions": stored_versions(crd, previous),
     })

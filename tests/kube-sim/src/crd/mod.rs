@@ -20,7 +20,7 @@ mod schema;
 mod structural;
 mod validate;
 
-pub use definition::{prepare, resource_types};
+pub use definition::{CLEANUP_FINALIZER, prepare, resource_types, terminate};
 
 use serde_json::Value;
 
@@ -53,7 +53,9 @@ pub fn sync(store: &mut Store, crd: &Value, removed: bool) {
         "serving custom resource"
     );
     store.registry.define(name, types);
-    establish(store, crd);
+    if !object::is_deleting(crd) {
+        establish(store, crd);
+    }
 }
 
 /// Writes the established status of `crd` unless it has it already, recorded in

@@ -20,6 +20,7 @@ pub mod ip;
 pub mod meta;
 pub mod names;
 pub mod namespace;
+pub mod secret;
 pub mod service;
 pub mod webhook_configuration;
 
@@ -39,8 +40,9 @@ enum Builtin {
     Namespace,
     Service,
     EndpointSlice,
-    /// ConfigMaps and Secrets: metadata validation only.
+    /// ConfigMaps: metadata validation only.
     Plain,
+    Secret,
     /// Validating (false) and mutating (true) webhook configurations.
     WebhookConfiguration {
         mutating: bool,
@@ -55,7 +57,8 @@ fn builtin(rt: &ResourceType) -> Option<Builtin> {
         ("", "namespaces") if rt.special == Special::Namespace => Some(Builtin::Namespace),
         ("", "services") => Some(Builtin::Service),
         ("discovery.k8s.io", "endpointslices") => Some(Builtin::EndpointSlice),
-        ("", "configmaps" | "secrets") => Some(Builtin::Plain),
+        ("", "configmaps") => Some(Builtin::Plain),
+        ("", "secrets") => Some(Builtin::Secret),
         (webhook_configuration::GROUP, "validatingwebhookconfigurations") => {
             Some(Builtin::WebhookConfiguration { mutating: false })
         }
@@ -73,6 +76,7 @@ pub fn decode_defaults(rt: &ResourceType, obj: &mut Value) {
         Some(Builtin::Namespace) => namespace::decode_defaults(obj),
         Some(Builtin::Service) => service::decode_defaults(obj),
         Some(Builtin::EndpointSlice) => endpointslice::decode_defaults(obj),
+        Some(Builtin::Secret) => secret::decode_defaults(obj),
         Some(Builtin::WebhookConfiguration { mutating }) => {
             webhook_configuration::decode_defaults(obj, mutating);
         }
@@ -147,6 +151,14 @@ pub fn prepare_create(store: &Store, rt: &ResourceType, obj: &mut Value) -> Resu
                 &meta::validate(obj, NameRule::Subdomain, true, true),
             )?;
         }
+        Some(Builtin::Secret) => {
+            let mut errors = meta::validate(obj, NameRule::Subdomain, true, true);
+            errors.extend(secret::validate(obj));
+            refuse(rt, obj, &errors)?;
+            refuse(rt, obj, &meta::validate_path_segment(obj))?;
+            secret::warnings(obj).into_iter().for_each(crate::warning::add);
+            return Ok(());
+        }
         Some(Builtin::WebhookConfiguration { .. }) => {
             let mut errors = meta::validate(obj, NameRule::Subdomain, false, false);
             errors.extend(webhook_configuration::validate(obj));
@@ -182,6 +194,13 @@ pub fn prepare_update(
             Ok(())
         }
         Some(Builtin::Plain) => refuse(rt, new, &meta::validate_update(new, old, true)),
+        Some(Builtin::Secret) => {
+            let mut errors = meta::validate_update(new, old, true);
+            errors.extend(secret::validate_update(new, old));
+            refuse(rt, new, &errors)?;
+            secret::warnings(new).into_iter().for_each(crate::warning::add);
+            Ok(())
+        }
         Some(Builtin::WebhookConfiguration { .. }) => {
             let mut errors = meta::validate_update(new, old, false);
             errors.extend(webhook_configuration::validate(new));
@@ -195,6 +214,9 @@ pub fn prepare_update(
 /// What the type's registry does instead of the generic DELETE of `current`: the object to
 /// store (marked for deletion, or unchanged), or None for the generic deletion.
 pub fn delete(rt: &ResourceType, current: &Value, now: &str) -> Option<Value> {
+    if rt.special == Special::CustomResourceDefinition {
+        return (!object::is_deleting(current)).then(|| crate::crd::terminate(current, now));
+    }
     namespace::terminate(rt, current, now)
 }
 

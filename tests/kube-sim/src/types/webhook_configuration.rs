@@ -301,17 +301,8 @@ pub fn validate(obj: &Value) -> ErrorList {
         for (key, supported) in [
             ("failurePolicy", &FAILURE_POLICIES[..]),
             ("matchPolicy", &MATCH_POLICIES[..]),
-            ("reinvocationPolicy", &REINVOCATION_POLICIES[..]),
         ] {
-            if let Some(value) = hook.get(key).filter(|v| !v.is_null())
-                && !value.as_str().is_some_and(|s| supported.contains(&s))
-            {
-                errors.push(FieldError::not_supported(
-                    &at(key),
-                    value.clone(),
-                    supported,
-                ));
-            }
+            errors.extend(not_supported(hook, key, &at(key), supported));
         }
         match &hook["sideEffects"] {
             Value::Null => errors.push(FieldError::required(
@@ -333,6 +324,13 @@ pub fn validate(obj: &Value) -> ErrorList {
                 "the timeout value must be between 1 and 30 seconds",
             ));
         }
+        // Checked after the timeout, as `validateMutatingWebhook` does.
+        errors.extend(not_supported(
+            hook,
+            "reinvocationPolicy",
+            &at("reinvocationPolicy"),
+            &REINVOCATION_POLICIES,
+        ));
         let config = &hook["clientConfig"];
         if config["url"].is_null() == config["service"].is_null() {
             errors.push(FieldError::required(
@@ -354,6 +352,13 @@ pub fn validate(obj: &Value) -> ErrorList {
         }
     }
     errors
+}
+
+/// `field.NotSupported` for `hook[key]` when it is set to a value outside `supported`.
+fn not_supported(hook: &Value, key: &str, path: &str, supported: &[&str]) -> Option<FieldError> {
+    let value = hook.get(key).filter(|v| !v.is_null())?;
+    (!value.as_str().is_some_and(|s| supported.contains(&s)))
+        .then(|| FieldError::not_supported(path, value.clone(), supported))
 }
 
 /// The supported values, sorted as `sets.List` gives them to `field.NotSupported`.
