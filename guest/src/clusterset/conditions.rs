@@ -25,8 +25,14 @@ pub struct Outcome<'a> {
 }
 
 /// The export's new `status.conditions` as JSON text, `None` when they would not change.
-pub fn export_conditions(export: &Export, outcome: &Outcome<'_>, now: &str) -> Option<String> {
-    let wanted = wanted(export, outcome);
+/// `imported`: a valid export's endpoints are in the import (it contributes a port, or has none).
+pub fn export_conditions(
+    export: &Export,
+    outcome: &Outcome<'_>,
+    imported: bool,
+    now: &str,
+) -> Option<String> {
+    let wanted = wanted(export, outcome, imported);
     let mut changed = false;
     let mut conditions = match merge(&export.conditions, &wanted, export.generation, now) {
         Some(merged) => {
@@ -44,7 +50,7 @@ pub fn export_conditions(export: &Export, outcome: &Outcome<'_>, now: &str) -> O
     changed.then(|| json!(conditions).to_string())
 }
 
-fn wanted(export: &Export, outcome: &Outcome<'_>) -> Vec<Condition> {
+fn wanted(export: &Export, outcome: &Outcome<'_>, imported: bool) -> Vec<Condition> {
     let service = format!("Service {}/{}", outcome.namespace, outcome.name);
     let condition = |type_: &'static str, status: bool, reason: &str, message: String| Condition {
         type_,
@@ -76,27 +82,53 @@ fn wanted(export: &Export, outcome: &Outcome<'_>) -> Vec<Condition> {
                     format!("the exports of {service} agree"),
                 ),
                 Some(first) => {
-                    let what: Vec<&str> = outcome.conflicts.iter().map(|r| describe(r)).collect();
+                    // Every reason, each with what differs: the condition has one reason.
+                    let what: Vec<String> = outcome
+                        .conflicts
+                        .iter()
+                        .map(|r| format!("{r} ({})", describe(r)))
+                        .collect();
                     condition(
                         CONFLICT,
                         true,
                         first,
                         format!(
-                            "the exports of {service} differ in {}; the oldest export, from cluster {}, applies",
+                            "the exports of {service} conflict: {}; the oldest export, from cluster {}, applies",
                             what.join(", "),
                             outcome.winner.unwrap_or_default()
                         ),
                     )
                 }
             };
-            vec![
-                condition(VALID, true, "Valid", format!("{service} can be exported")),
+            let ready = if imported && outcome.conflicts.is_empty() {
                 condition(
                     READY,
                     true,
                     "Exported",
                     format!("{service} is exported to the clusterset"),
-                ),
+                )
+            } else if imported {
+                condition(
+                    READY,
+                    true,
+                    "Exported",
+                    format!(
+                        "{service} is exported to the clusterset, as the oldest export defines it (see Conflict)"
+                    ),
+                )
+            } else {
+                condition(
+                    READY,
+                    false,
+                    "Failed",
+                    format!(
+                        "none of the ports of {service} is the clusterset's, as the oldest export defines them: its endpoints are not imported (see Conflict)"
+                    ),
+                )
+            };
+            vec![
+                condition(VALID, true, "Valid", format!("{service} can be exported")),
+                ready,
                 conflict,
             ]
         }

@@ -103,7 +103,9 @@ pub fn decide(read: &ClustersetRead) -> Result<ClustersetDecision, String> {
                     return Vec::new();
                 };
                 let Some(ports) = resolved.contributed.get(&m.id).filter(|_| {
-                    contributors.iter().any(|c| c.id == m.id && imported(c, resolved))
+                    contributors
+                        .iter()
+                        .any(|c| c.id == m.id && imported(c, resolved))
                 }) else {
                     return Vec::new();
                 };
@@ -189,7 +191,15 @@ fn member(
     };
     let (ns, name) = (read.namespace.as_str(), read.name.as_str());
     if let Some(export) = r.export.as_ref().filter(|e| !e.deleting) {
-        decision.export_conditions = conditions::export_conditions(export, outcome, &read.now);
+        let imported = match mode {
+            Mode::Apply(resolved) => resolved.contributed.get(&m.id).is_none_or(|ports| {
+                !ports.is_empty()
+                    || matches!(&export.validity, export::Validity::Valid(p) if p.ports.is_empty())
+            }),
+            _ => true,
+        };
+        decision.export_conditions =
+            conditions::export_conditions(export, outcome, imported, &read.now);
     }
     let import_ours = r.import.as_ref().map(import::is_ours);
     let derived_ours = r.derived.as_ref().map(derived::is_ours);

@@ -841,7 +841,11 @@ fn a_port_of_the_same_number_and_protocol_under_another_name_is_the_same_port() 
     let b = exporter(
         "2026-11-02T00:00:00Z",
         service(&[("http", 80, "TCP")], false),
-        vec![slice_with_ports("web-b", "10.1.0.1", &[(Some("http"), 8080)])],
+        vec![slice_with_ports(
+            "web-b",
+            "10.1.0.1",
+            &[(Some("http"), 8080)],
+        )],
     );
     let d = pass(vec![member("a", a), member("b", b)]);
     assert_eq!(d.winner.as_deref(), Some("a"));
@@ -886,7 +890,11 @@ fn an_imported_slice_carries_only_the_ports_its_export_contributes() {
     let a = exporter(
         "2026-11-01T00:00:00Z",
         service(&[("http", 80, "TCP")], false),
-        vec![slice_with_ports("web-a", "10.0.0.1", &[(Some("http"), 8080)])],
+        vec![slice_with_ports(
+            "web-a",
+            "10.0.0.1",
+            &[(Some("http"), 8080)],
+        )],
     );
     let b = exporter(
         "2026-11-02T00:00:00Z",
@@ -929,12 +937,20 @@ fn an_export_none_of_whose_ports_is_imported_has_no_slices_imported() {
     let a = exporter(
         "2026-11-01T00:00:00Z",
         service(&[("http", 80, "TCP")], false),
-        vec![slice_with_ports("web-a", "10.0.0.1", &[(Some("http"), 8080)])],
+        vec![slice_with_ports(
+            "web-a",
+            "10.0.0.1",
+            &[(Some("http"), 8080)],
+        )],
     );
     let b = exporter(
         "2026-11-02T00:00:00Z",
         service(&[("http", 80, "UDP")], false),
-        vec![slice_with_ports("web-b", "10.1.0.1", &[(Some("http"), 8080)])],
+        vec![slice_with_ports(
+            "web-b",
+            "10.1.0.1",
+            &[(Some("http"), 8080)],
+        )],
     );
     let d = pass(vec![member("a", a), member("b", b)]);
     for m in &d.members {
@@ -944,5 +960,73 @@ fn an_export_none_of_whose_ports_is_imported_has_no_slices_imported() {
             .map(|s| label(s, "multicluster.kubernetes.io/source-cluster"))
             .collect();
         assert_eq!(sources, [Some("a")]);
+    }
+}
+
+#[test]
+fn under_a_conflict_an_export_is_ready_only_while_its_endpoints_are_imported() {
+    let a = exporter(
+        "2026-11-01T00:00:00Z",
+        service(&[("http", 80, "TCP")], false),
+        vec![],
+    );
+    let b = exporter(
+        "2026-11-02T00:00:00Z",
+        service(&[("http", 80, "TCP"), ("extra", 81, "TCP")], false),
+        vec![],
+    );
+    let c = exporter(
+        "2026-11-03T00:00:00Z",
+        service(&[("http", 80, "UDP")], false),
+        vec![],
+    );
+    let d = pass(vec![member("a", a), member("b", b), member("c", c)]);
+    assert_eq!(d.conflicts, ["PortConflict"]);
+    for m in &d.members[..2] {
+        let ready = condition(&conditions(m), "Ready").clone();
+        assert_eq!(
+            (ready["status"].as_str(), ready["reason"].as_str()),
+            (Some("True"), Some("Exported")),
+            "{}: imported despite the conflict",
+            m.cluster
+        );
+    }
+    let ready = condition(&conditions(&d.members[2]), "Ready").clone();
+    assert_eq!(
+        (ready["status"].as_str(), ready["reason"].as_str()),
+        (Some("False"), Some("Failed")),
+        "c's only port is UDP: nothing of it is imported"
+    );
+}
+
+#[test]
+fn the_conflict_message_names_every_reason() {
+    let a = exporter(
+        "2026-11-01T00:00:00Z",
+        service(&[("http", 80, "TCP")], false),
+        vec![],
+    );
+    let mut b = exporter(
+        "2026-11-02T00:00:00Z",
+        service(&[("http", 80, "TCP"), ("extra", 81, "TCP")], true),
+        vec![],
+    );
+    b.export.as_mut().unwrap()["spec"] = json!({"exportedLabels": {"team": "b"}});
+    let d = pass(vec![member("a", a), member("b", b)]);
+    assert_eq!(
+        d.conflicts,
+        ["PortConflict", "TypeConflict", "LabelsConflict"]
+    );
+    for m in &d.members {
+        let conflict = condition(&conditions(m), "Conflict").clone();
+        assert_eq!(
+            conflict["reason"], "PortConflict",
+            "the first is the reason"
+        );
+        let message = conflict["message"].as_str().unwrap();
+        for reason in &d.conflicts {
+            assert!(message.contains(reason.as_str()), "{reason} in {message}");
+        }
+        assert!(message.contains("from cluster a"), "{message}");
     }
 }
