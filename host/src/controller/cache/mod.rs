@@ -36,11 +36,13 @@
 pub mod groups;
 pub mod interner;
 pub mod kept;
+pub mod overlay;
 pub mod scope;
 pub mod store;
 pub mod triggers;
 pub mod watch;
 pub mod watched;
+pub mod writes;
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};

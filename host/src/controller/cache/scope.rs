@@ -181,7 +181,9 @@ impl<K: Cached> Store<K> {
             inner.remove(self.group_of, &object_key);
             let object = Arc::new(object);
             inner.insert(self.group_of, object.clone());
-            inner.settle(&group_key, object.name(), Some(&*object));
+            inner
+                .overlay
+                .settle(&group_key, object.name(), Some(&*object));
         }
         if let Some(scope) = inner.scope.as_mut() {
             scope.fill_ended(namespace);

@@ -23,21 +23,24 @@
 //! write only when it carries the resourceVersion that write returned (for a deletion: the
 //! DELETED event of the uid deleted). While a write is in flight ([`Store::writing`]) its
 //! answer is not known yet, so the events of its object are held back; the answer
-//! ([`Writing::wrote`], [`Writing::deleted`], [`Writing::abandoned`]) tells whether any of them
+//! ([`Writing::wrote`], [`Writing::deleted`], [`Writing::abandoned`]; [`super::writes`]) tells whether any of them
 //! was someone else's, and the writer then triggers a pass. A deletion of the written object
 //! seen before or after the answer wins over the write: it is never laid over the store.
+//!
+//! This file is the map and the watch's side of it; the own writes are [`super::overlay`], the
+//! writes' side [`super::writes`], a scoped store's side [`super::scoped`].
 
-use std::collections::BTreeMap;
+#[cfg(doc)]
+use super::writes::Writing;
 
-use super::groups::Groups;
-use super::kept::{Cached, Key, is_later, key, key_of};
-use crate::fast_map::FastMap;
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
-/// The longest an own write is laid over the store without its watch event (a watch that is
-/// this far behind is broken, and a broken store is not read).
-pub const PENDING_TTL: Duration = Duration::from_secs(60);
+use super::groups::Groups;
+use super::kept::{Cached, Key, key, key_of};
+use super::overlay::Overlay;
+pub use super::overlay::PENDING_TTL;
+use crate::fast_map::FastMap;
 
 /// Which objects a pass reads together: the `kubernetes.io/service-name` of a slice, the name
 /// of a Service or MultiClusterService.
@@ -111,36 +114,6 @@ pub struct Applied {
     pub left: Option<String>,
 }
 
-/// A watch event of an object with an own write in flight, held back until the write's answer.
-#[derive(Debug, Clone)]
-struct Seen {
-    deleted: bool,
-    uid: Option<String>,
-    resource_version: Option<String>,
-}
-
-/// Own writes of one object under way, and the events of the object seen meanwhile.
-#[derive(Debug, Default)]
-struct InFlight {
-    writes: u32,
-    seen: Vec<Seen>,
-}
-
-/// An own write the watch has not delivered yet.
-#[derive(Debug)]
-enum Pending<K> {
-    Written { object: Arc<K>, at: Instant },
-    Deleted { uid: Option<String>, at: Instant },
-}
-
-impl<K> Pending<K> {
-    fn at(&self) -> Instant {
-        match self {
-            Pending::Written { at, .. } | Pending::Deleted { at, .. } => *at,
-        }
-    }
-}
-
 #[derive(Debug)]
 pub(super) struct Inner<K> {
     /// `(namespace, name)` → object.
@@ -149,12 +122,8 @@ pub(super) struct Inner<K> {
     pub(super) groups: FastMap<Key, Vec<Arc<K>>>,
     /// Objects of a list in progress (they replace everything at its end).
     pub(super) listing: Option<Vec<Arc<K>>>,
-    /// Own writes, by `(namespace, group)` then name.
-    pending: FastMap<Key, FastMap<Box<str>, Pending<K>>>,
-    /// Own writes under way, by object, with the events held back meanwhile.
-    in_flight: FastMap<Key, InFlight>,
-    /// When expired own writes are next removed from `pending`.
-    next_sweep: Instant,
+    /// The own writes laid over the objects, and those in flight.
+    pub(super) overlay: Overlay<K>,
     /// What the watch last said: listing, synced, or failing since (the grace is applied
     /// when read: [`Store::health`]).
     pub(super) health: Health,
@@ -165,9 +134,6 @@ pub(super) struct Inner<K> {
     /// Which groups the store keeps, when it does not keep them all ([`super::scope`]).
     pub(super) scope: Option<Groups<K>>,
 }
-
-/// How often expired own writes are looked for.
-const SWEEP_EVERY: Duration = Duration::from_secs(10);
 
 /// A cluster's objects of one resource. Cloning gives another handle on the same store.
 #[derive(Debug)]
@@ -193,9 +159,7 @@ impl<K: Cached> Store<K> {
                 objects: FastMap::default(),
                 groups: FastMap::default(),
                 listing: None,
-                pending: FastMap::default(),
-                in_flight: FastMap::default(),
-                next_sweep: Instant::now() + SWEEP_EVERY,
+                overlay: Overlay::new(),
                 health: Health::Listing,
                 listed_once: false,
                 patience: Patience::default(),
@@ -251,7 +215,7 @@ impl<K: Cached> Store<K> {
 
     /// Own writes laid over the store, not delivered by its watch yet.
     pub fn pending(&self) -> usize {
-        self.read().pending.values().map(FastMap::len).sum()
+        self.read().overlay.pending.values().map(FastMap::len).sum()
     }
 
     /// Whether the store holds no object.
@@ -276,7 +240,7 @@ impl<K: Cached> Store<K> {
         let groups: Vec<Key> = {
             let inner = self.read();
             let mut keys: Vec<Key> = inner.groups.keys().cloned().collect();
-            keys.extend(inner.pending.keys().cloned());
+            keys.extend(inner.overlay.pending.keys().cloned());
             keys.sort();
             keys.dedup();
             keys
@@ -340,15 +304,16 @@ impl<K: Cached> Store<K> {
             }
         }
         let keys: Vec<(Key, Box<str>)> = inner
+            .overlay
             .pending
             .iter()
             .flat_map(|(g, names)| names.keys().map(move |n| (g.clone(), n.clone())))
             .collect();
         for (group, name) in keys {
             let current = inner.objects.get(&key(&group.0, &name)).cloned();
-            inner.settle(&group, &name, current.as_deref());
+            inner.overlay.settle(&group, &name, current.as_deref());
         }
-        inner.sweep(Instant::now());
+        inner.overlay.sweep(Instant::now());
         if let Some(scope) = inner.scope.as_mut() {
             scope.list_done();
         }
@@ -364,10 +329,14 @@ impl<K: Cached> Store<K> {
         let key = key_of(&*object);
         let group = (self.group_of)(&object).map(str::to_string);
         let before = inner.remove(self.group_of, &key);
-        let own = inner.own_event(&key, group.as_deref(), &object, false);
+        let own = inner
+            .overlay
+            .own_event(&key, group.as_deref(), &object, false);
         if before.is_some() && before != group {
             // Relabelled: the overlay of the group it left no longer applies.
-            inner.own_event(&key, before.as_deref(), &object, true);
+            inner
+                .overlay
+                .own_event(&key, before.as_deref(), &object, true);
         }
         let keep = inner.scope.as_mut().is_none_or(|scope| {
             scope.saw(&*object);
@@ -376,7 +345,7 @@ impl<K: Cached> Store<K> {
         if keep {
             inner.insert(self.group_of, object.clone());
         }
-        inner.sweep(Instant::now());
+        inner.overlay.sweep(Instant::now());
         let moved = before.filter(|b| group.as_deref() != Some(b.as_str()));
         let (group, left) = match group {
             Some(group) => (Some(group), moved),
@@ -392,13 +361,18 @@ impl<K: Cached> Store<K> {
         let key = key_of(object);
         let before = inner.remove(self.group_of, &key);
         let group = before.or_else(|| (self.group_of)(object).map(str::to_string));
-        let own = inner.own_event(&key, group.as_deref(), object, true);
-        let own = own || inner.own_deletion(&key, group.as_deref(), object.uid());
-        let own = own || inner.hold(&key, object, true);
+        let own = inner
+            .overlay
+            .own_event(&key, group.as_deref(), object, true);
+        let own = own
+            || inner
+                .overlay
+                .own_deletion(&key, group.as_deref(), object.uid());
+        let own = own || inner.overlay.hold(&key, object, true);
         if let Some(scope) = inner.scope.as_mut() {
             scope.saw(object);
         }
-        inner.sweep(Instant::now());
+        inner.overlay.sweep(Instant::now());
         Applied {
             own,
             group,
@@ -440,146 +414,6 @@ impl<K: Cached> Store<K> {
         inner.health = Health::Synced;
         was_unreadable
     }
-
-    // ---- the writes' side --------------------------------------------------------------------
-
-    /// The controller is about to write `namespace/name`: until the returned guard is told
-    /// the answer ([`Writing::wrote`], [`Writing::deleted`], [`Writing::abandoned`]) or
-    /// dropped (an error, a panic, the write's future dropped), the object's watch events are
-    /// held back, then judged against the answer.
-    pub fn writing(&self, namespace: &str, name: &str) -> Writing<K> {
-        self.write()
-            .in_flight
-            .entry(key(namespace, name))
-            .or_default()
-            .writes += 1;
-        Writing {
-            store: self.clone(),
-            key: Some(key(namespace, name)),
-            lost: None,
-        }
-    }
-
-    /// The server answered a write with `object`: reads see it until the watch delivers it.
-    /// Returns whether someone else changed or deleted the object meanwhile (an event other
-    /// than the write's own arrived while it was in flight, or the store already holds a
-    /// later version): the caller triggers a pass.
-    pub fn wrote(&self, object: K) -> bool {
-        let mut inner = self.write();
-        let key = key_of(&object);
-        let seen = inner.done_writing(&key);
-        let written = object.resource_version();
-        let foreign = seen
-            .iter()
-            .any(|s| s.deleted || s.resource_version.as_deref() != written);
-        // The written object (its uid) deleted since: the cluster wins, nothing is laid over.
-        let gone = seen
-            .iter()
-            .any(|s| s.deleted && (s.uid.is_none() || s.uid.as_deref() == object.uid()));
-        if gone {
-            return true;
-        }
-        let stored = inner.objects.get(&key).map(|s| s.resource_version());
-        match stored {
-            Some(stored) if stored == written => foreign,
-            Some(stored) if is_later(stored, written) => true,
-            _ => {
-                let Some(group) = (self.group_of)(&object).map(Box::from) else {
-                    return foreign;
-                };
-                let at = Instant::now();
-                let object = Arc::new(object);
-                inner
-                    .pending
-                    .entry((key.0, group))
-                    .or_default()
-                    .insert(key.1, Pending::Written { object, at });
-                inner.sweep(at);
-                foreign
-            }
-        }
-    }
-
-    /// The server deleted `namespace/name` of `uid` (of group `group`): reads no longer see
-    /// it, until the watch says otherwise. Returns whether someone else changed or re-created
-    /// the object while the deletion was in flight: the caller triggers a pass.
-    pub fn deleted(&self, namespace: &str, name: &str, group: &str, uid: Option<String>) -> bool {
-        let mut inner = self.write();
-        let key = key(namespace, name);
-        let seen = inner.done_writing(&key);
-        let foreign = seen.iter().any(|s| !s.deleted || s.uid != uid);
-        let still_there = inner
-            .objects
-            .get(&key)
-            .is_some_and(|o| o.uid() == uid.as_deref());
-        if still_there {
-            let at = Instant::now();
-            inner
-                .pending
-                .entry(self::key(namespace, group))
-                .or_default()
-                .insert(name.into(), Pending::Deleted { uid, at });
-            inner.sweep(at);
-        }
-        foreign
-    }
-}
-
-/// An own write in flight ([`Store::writing`]); dropping it without an answer ends it as
-/// abandoned, so a write that errs, panics or is cancelled never leaves its object's events
-/// held back.
-pub struct Writing<K: Cached> {
-    store: Store<K>,
-    /// `None` once answered.
-    key: Option<Key>,
-    /// Called when the guard is dropped unanswered and events were held back meanwhile.
-    lost: Option<Box<dyn FnOnce() + Send + Sync>>,
-}
-
-impl<K: Cached> Writing<K> {
-    /// What to do when the write ends without an answer (dropped) and events of its object
-    /// arrived meanwhile: they were someone else's, and only the caller can trigger a pass.
-    pub fn or_else(mut self, lost: impl FnOnce() + Send + Sync + 'static) -> Self {
-        self.lost = Some(Box::new(lost));
-        self
-    }
-
-    /// The server answered with `object` ([`Store::wrote`]): whether to trigger a pass.
-    pub fn wrote(mut self, object: K) -> bool {
-        self.key = None;
-        self.store.wrote(object)
-    }
-
-    /// The server deleted the object of `uid` in group `group` ([`Store::deleted`]): whether
-    /// to trigger a pass.
-    pub fn deleted(mut self, group: &str, uid: Option<String>) -> bool {
-        let Some((namespace, name)) = self.key.take() else {
-            return false;
-        };
-        self.store.deleted(&namespace, &name, group, uid)
-    }
-
-    /// The write failed: nothing changed. Whether events arrived meanwhile (trigger a pass).
-    pub fn abandoned(mut self) -> bool {
-        let Some(key) = self.key.take() else {
-            return false;
-        };
-        !self.store.write().done_writing(&key).is_empty()
-    }
-}
-
-impl<K: Cached> Drop for Writing<K> {
-    fn drop(&mut self) {
-        let Some(key) = self.key.take() else { return };
-        let seen = self.store.write().done_writing(&key);
-        if !seen.is_empty() {
-            tracing::debug!(namespace = %key.0, name = %key.1, events = seen.len(),
-                "a write ended without an answer; the events held back meanwhile are news");
-            if let Some(lost) = self.lost.take() {
-                lost();
-            }
-        }
-    }
 }
 
 impl<K: Cached> Inner<K> {
@@ -587,30 +421,7 @@ impl<K: Cached> Inner<K> {
     pub(super) fn group(&self, namespace: &str, group: &str) -> Vec<Arc<K>> {
         let key = key(namespace, group);
         let stored = self.groups.get(&key).map(Vec::as_slice).unwrap_or_default();
-        let mut merged: BTreeMap<&str, Arc<K>> =
-            stored.iter().map(|o| (o.name(), o.clone())).collect();
-        if let Some(pending) = self.pending.get(&key) {
-            let now = Instant::now();
-            for (name, own) in pending {
-                if now.duration_since(own.at()) > PENDING_TTL {
-                    continue;
-                }
-                match own {
-                    Pending::Written { object, .. } => {
-                        merged.insert(name, object.clone());
-                    }
-                    Pending::Deleted { uid, .. } => {
-                        if merged
-                            .get(&**name)
-                            .is_some_and(|o| o.uid() == uid.as_deref())
-                        {
-                            merged.remove(&**name);
-                        }
-                    }
-                }
-            }
-        }
-        merged.into_values().collect()
+        self.overlay.lay_over(&key, stored)
     }
 
     /// Stores `object` in its group (an object without one is not kept).
@@ -635,118 +446,6 @@ impl<K: Cached> Inner<K> {
             }
         }
         Some(group.to_string())
-    }
-
-    /// One own write of `key` ended; the events held back while writes of it were in flight
-    /// (all of them, to be judged against this write's answer).
-    fn done_writing(&mut self, key: &Key) -> Vec<Seen> {
-        let Some(flight) = self.in_flight.get_mut(key) else {
-            return Vec::new();
-        };
-        flight.writes = flight.writes.saturating_sub(1);
-        if flight.writes == 0 {
-            self.in_flight
-                .remove(key)
-                .map(|f| f.seen)
-                .unwrap_or_default()
-        } else {
-            flight.seen.clone()
-        }
-    }
-
-    /// Holds back a watch event of `key` (`object`, or its deletion) while an own write of it
-    /// is in flight; whether it was held (then it is not news yet).
-    fn hold(&mut self, key: &Key, object: &K, deleted: bool) -> bool {
-        let Some(flight) = self.in_flight.get_mut(key) else {
-            return false;
-        };
-        flight.seen.push(Seen {
-            deleted,
-            uid: object.uid().map(str::to_string),
-            resource_version: object.resource_version().map(str::to_string),
-        });
-        true
-    }
-
-    /// Removes the own writes older than [`PENDING_TTL`] (at most every [`SWEEP_EVERY`]).
-    fn sweep(&mut self, now: Instant) {
-        if now < self.next_sweep {
-            return;
-        }
-        self.next_sweep = now + SWEEP_EVERY;
-        self.pending.retain(|_, names| {
-            names.retain(|_, own| now.duration_since(own.at()) <= PENDING_TTL);
-            !names.is_empty()
-        });
-    }
-
-    /// Whether a watched change of `key` (to `object`, or its deletion) answers an own write
-    /// (its answer carried this resourceVersion) or is held back while one is in flight, and
-    /// settles the pending write it delivers. A deletion of the written object (same uid)
-    /// drops the write from the overlay: the cluster wins. The deletion of an older object,
-    /// re-created by the write, does not.
-    fn own_event(&mut self, key: &Key, group: Option<&str>, object: &K, deleted: bool) -> bool {
-        let Some(group) = group else {
-            return !deleted && self.hold(key, object, deleted);
-        };
-        let group_key = (key.0.clone(), Box::from(group));
-        let (written, uid) = match self.pending.get(&group_key).and_then(|g| g.get(&key.1)) {
-            Some(Pending::Written { object, .. }) => (
-                object.resource_version().map(str::to_string),
-                object.uid().map(str::to_string),
-            ),
-            // A deletion is held (or not) by the caller, after its own deletions are matched.
-            _ => return !deleted && self.hold(key, object, deleted),
-        };
-        if deleted {
-            if uid.is_none() || uid.as_deref() == object.uid() {
-                self.settle(&group_key, &key.1, None);
-            }
-            return false;
-        }
-        let own = object.resource_version() == written.as_deref();
-        self.settle(&group_key, &key.1, Some(object));
-        own || self.hold(key, object, deleted)
-    }
-
-    /// Whether a watched deletion of `key` (of `uid`) is an own deletion.
-    fn own_deletion(&mut self, key: &Key, group: Option<&str>, uid: Option<&str>) -> bool {
-        let Some(group) = group else { return false };
-        let group_key = (key.0.clone(), Box::from(group));
-        let Some(names) = self.pending.get_mut(&group_key) else {
-            return false;
-        };
-        let own = matches!(names.get(&key.1),
-            Some(Pending::Deleted { uid: deleted, .. }) if deleted.as_deref() == uid);
-        if own {
-            names.remove(&key.1);
-            if names.is_empty() {
-                self.pending.remove(&group_key);
-            }
-        }
-        own
-    }
-
-    /// Drops the own write of `group/name` once the store shows it (`current`: what the store
-    /// now holds under that name, `None` when nothing).
-    pub(super) fn settle(&mut self, group: &Key, name: &str, current: Option<&K>) {
-        let Some(names) = self.pending.get_mut(group) else {
-            return;
-        };
-        let done = match names.get(name) {
-            None => return,
-            Some(Pending::Written { object, .. }) => current.is_none_or(|c| {
-                let (seen, written) = (c.resource_version(), object.resource_version());
-                seen == written || is_later(seen, written)
-            }),
-            Some(Pending::Deleted { uid, .. }) => current.is_none_or(|c| c.uid() != uid.as_deref()),
-        };
-        if done {
-            names.remove(name);
-            if names.is_empty() {
-                self.pending.remove(group);
-            }
-        }
     }
 }
 

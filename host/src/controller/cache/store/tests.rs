@@ -2,6 +2,8 @@ use serde_json::json;
 
 use super::super::kept::{self, KeptSlice};
 use super::*;
+use crate::controller::cache::kept::is_later;
+use crate::controller::cache::overlay::Pending;
 
 fn slice(name: &str, service: &str, uid: &str, rv: &str) -> KeptSlice {
     kept::slice(
@@ -282,7 +284,7 @@ fn a_write_guard_dropped_without_an_answer_ends_the_write_and_reports_what_it_he
     assert!(store.removed(&slice("m1-web-1", "web", "u1", "11")).own);
     drop(writing); // an error path, a panic or a cancelled future
     assert_eq!(lost.load(Ordering::SeqCst), 1, "held events are news");
-    assert!(store.read().in_flight.is_empty());
+    assert!(store.read().overlay.in_flight.is_empty());
     assert!(!store.applied(slice("m1-web-1", "web", "u2", "12")).0.own);
 
     let counter = lost.clone();
@@ -303,7 +305,7 @@ fn a_write_guard_dropped_without_an_answer_ends_the_write_and_reports_what_it_he
         panic!("in flight");
     });
     assert!(result.is_err());
-    assert!(store.read().in_flight.is_empty());
+    assert!(store.read().overlay.in_flight.is_empty());
     assert!(!store.applied(slice("m1-web-1", "web", "u2", "13")).0.own);
 }
 
@@ -345,13 +347,13 @@ fn expired_own_writes_are_removed_from_the_overlay() {
         .expect("a clock older than the TTL");
     {
         let mut inner = store.write();
-        for names in inner.pending.values_mut() {
+        for names in inner.overlay.pending.values_mut() {
             for own in names.values_mut() {
                 let (Pending::Written { at, .. } | Pending::Deleted { at, .. }) = own;
                 *at = long_ago;
             }
         }
-        inner.next_sweep = long_ago;
+        inner.overlay.next_sweep = long_ago;
     }
     assert!(store.group("shop", "web").is_empty(), "expired: not read");
     assert!(
@@ -360,18 +362,23 @@ fn expired_own_writes_are_removed_from_the_overlay() {
             .wrote(slice("c", "web", "u3", "22"))
     );
     assert_eq!(store.pending(), 1, "the expired writes are gone");
-    assert_eq!(store.read().pending.len(), 1, "their groups too");
+    assert_eq!(store.read().overlay.pending.len(), 1, "their groups too");
     // A watch event sweeps as well.
-    store.write().pending.values_mut().for_each(|names| {
-        names.values_mut().for_each(|own| {
-            let (Pending::Written { at, .. } | Pending::Deleted { at, .. }) = own;
-            *at = long_ago;
-        })
-    });
-    store.write().next_sweep = long_ago;
+    store
+        .write()
+        .overlay
+        .pending
+        .values_mut()
+        .for_each(|names| {
+            names.values_mut().for_each(|own| {
+                let (Pending::Written { at, .. } | Pending::Deleted { at, .. }) = own;
+                *at = long_ago;
+            })
+        });
+    store.write().overlay.next_sweep = long_ago;
     store.applied(slice("other", "api", "u4", "23"));
     assert_eq!(store.pending(), 0);
-    assert!(store.read().pending.is_empty());
+    assert!(store.read().overlay.pending.is_empty());
 }
 
 /// Patience of `grace`, settling after a second.
