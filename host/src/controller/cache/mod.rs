@@ -33,11 +33,14 @@
 //! our own objects are idempotent: made from a stale store they write what a fresh one would,
 //! or fail on the resourceVersion (409) and are re-read.
 
+pub mod fill;
 pub mod groups;
+pub mod health;
 pub mod interner;
 pub mod kept;
 pub mod overlay;
 pub mod scope;
+pub mod scoped;
 pub mod store;
 pub mod triggers;
 pub mod watch;
@@ -60,7 +63,8 @@ use crate::controller::probes::metrics::Metrics;
 pub use kept::{KeptService, KeptSlice};
 pub use scope::Scope;
 pub use kept::Cached;
-pub use store::{Failure, Health, Patience, Store};
+pub use health::{Failure, Health, Patience};
+pub use store::Store;
 pub use watch::News;
 use watch::Watch;
 
@@ -172,6 +176,13 @@ impl Unreadable {
             Unreadable::Filling { group } => format!(
                 "cluster {cluster} is not readable yet for {group}: its endpointslices and service of that name are being listed"
             ),
+        }
+    }
+
+    /// The member's group `namespace/name` is not filled yet.
+    pub fn filling(namespace: &str, name: &str) -> Unreadable {
+        Unreadable::Filling {
+            group: format!("{namespace}/{name}"),
         }
     }
 
@@ -414,7 +425,7 @@ fn start_member<L: Listener>(
         return (cache, tasks, Vec::new());
     };
     let following = vec![scope.follow(&cache.slices), scope.follow(&cache.services)];
-    let fill_slices = scope::fill(
+    let fill_slices = fill::fill(
         member.name.clone(),
         cache.slices.clone(),
         scoped_list(
@@ -424,7 +435,7 @@ fn start_member<L: Listener>(
         ),
         listener.clone(),
     );
-    let fill_services = scope::fill(
+    let fill_services = fill::fill(
         member.name.clone(),
         cache.services.clone(),
         scoped_list(

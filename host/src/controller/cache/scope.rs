@@ -24,214 +24,26 @@
 //!
 //! Until its fill is merged, the group is unreadable for passes: the member is a failed read
 //! for that MCS (the component keeps its copies and prunes nothing), and the merge triggers
-//! the MCS's pass ([`Listener::filled`]). A fill that fails is retried after a backoff; one
+//! the MCS's pass ([`super::Listener::filled`]). A fill that fails is retried after a backoff; one
 //! that answers while its store is listing again is thrown away, and the list decides again
 //! (a group wanted since before the list started is filled by it). An MCS that goes away takes
 //! its group's objects with it, our copies excepted.
 //!
 //! At start the member watches wait for the hub's MultiClusterServices to have listed
 //! ([`Scope::ready`]): their first list already knows every wanted group and no fill is needed.
+//!
+//! This file is the scope shared by the members' stores; a store's own state is
+//! [`super::groups`], its side of the rules [`super::scoped`], its filler [`super::fill`].
 
 use std::collections::{HashMap, HashSet};
-use std::future::Future;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
-use futures::StreamExt;
-use futures::stream::FuturesUnordered;
 use kube::api::DynamicObject;
-use tokio::sync::{Notify, watch};
-use tokio::time::Instant;
+use tokio::sync::watch;
 
-use super::groups::{Fill, Group, Groups, not_older};
 use super::kept::{Cached, Key, key, key_of};
-use super::store::{GroupOf, Health, Store};
+use super::store::Store;
 use super::watch::News;
-use super::{Listener, Unreadable};
-
-/// Fills of one store running at once, at most.
-const FILLS_AT_ONCE: usize = 8;
-/// The wait before a failed fill is tried again; it doubles up to [`FILL_RETRY_MAX`].
-const FILL_RETRY_FIRST: Duration = Duration::from_millis(500);
-/// The longest wait before a failed fill is tried again.
-const FILL_RETRY_MAX: Duration = Duration::from_secs(10);
-
-impl<K: Cached> Store<K> {
-    /// An empty store that keeps whole only the wanted groups (none yet) and the objects
-    /// `always` keeps.
-    pub fn scoped(group_of: GroupOf<K>, always: fn(&K) -> bool) -> Self {
-        let store = Store::new(group_of);
-        store.write().scope = Some(Groups::new(always));
-        store
-    }
-
-    /// Group `namespace/group` is wanted: from now on its objects are kept, and it is filled
-    /// (an unscoped store keeps everything already).
-    pub fn want(&self, namespace: &str, group: &str) {
-        let mut inner = self.write();
-        let Some(scope) = inner.scope.as_mut() else {
-            return;
-        };
-        let group_key = key(namespace, group);
-        if scope.wanted.contains_key(&group_key) {
-            return;
-        }
-        let since = scope.tick();
-        let token = scope.tick();
-        scope.wanted.insert(
-            group_key,
-            Group {
-                since,
-                filling: Some(token),
-            },
-        );
-        *scope.filling.entry(namespace.into()).or_default() += 1;
-        scope.wake.notify_one();
-    }
-
-    /// Group `namespace/group` is no longer wanted: its objects are dropped, but those kept
-    /// whatever their group.
-    pub fn unwant(&self, namespace: &str, group: &str) {
-        let mut inner = self.write();
-        let Some(scope) = inner.scope.as_mut() else {
-            return;
-        };
-        let group_key = key(namespace, group);
-        let Some(was) = scope.wanted.remove(&group_key) else {
-            return;
-        };
-        if was.filling.is_some() {
-            scope.fill_ended(namespace);
-        }
-        let always = scope.always;
-        let dropped: Vec<Key> = inner
-            .groups
-            .get(&group_key)
-            .map(|objects| {
-                objects
-                    .iter()
-                    .filter(|o| !always(o))
-                    .map(|o| key_of(&**o))
-                    .collect()
-            })
-            .unwrap_or_default();
-        for object in dropped {
-            inner.remove(self.group_of, &object);
-        }
-    }
-
-    /// The groups owed a fill, with the token their fill carries: none unless the store is
-    /// synced (a list in progress fills them, or decides again when it ends).
-    pub fn unfilled(&self) -> Vec<(String, String, u64)> {
-        let inner = self.read();
-        if inner.health != Health::Synced || inner.listing.is_some() {
-            return Vec::new();
-        }
-        let Some(scope) = inner.scope.as_ref() else {
-            return Vec::new();
-        };
-        scope
-            .wanted
-            .iter()
-            .filter_map(|((ns, g), group)| Some((ns.to_string(), g.to_string(), group.filling?)))
-            .collect()
-    }
-
-    /// The answer of the fill of `namespace/group` started with `token`: `listed`, the
-    /// group's objects. Merged with what the watch gave meanwhile (the module's rules), and
-    /// the group is readable ([`Fill::Merged`]); not when the group was unwanted, wanted
-    /// again or listed again since ([`Fill::Stale`]: a fill of another token is owed, or
-    /// none), nor while the store's watch is failing or listing ([`Fill::Later`]).
-    pub fn fill_done(&self, namespace: &str, group: &str, token: u64, listed: Vec<K>) -> Fill {
-        let mut inner = self.write();
-        let group_key = key(namespace, group);
-        let Some(scope) = inner.scope.as_ref() else {
-            return Fill::Stale;
-        };
-        if scope.wanted.get(&group_key).and_then(|g| g.filling) != Some(token) {
-            return Fill::Stale;
-        }
-        if inner.health != Health::Synced || inner.listing.is_some() {
-            return Fill::Later;
-        }
-        if let Some(wanted) = inner
-            .scope
-            .as_mut()
-            .and_then(|s| s.wanted.get_mut(&group_key))
-        {
-            wanted.filling = None;
-        }
-        for object in listed {
-            if object.namespace() != namespace || (self.group_of)(&object) != Some(group) {
-                continue;
-            }
-            let object_key = key_of(&object);
-            let version = object.resource_version();
-            let scope = inner.scope.as_ref().expect("scoped above");
-            if let Some(event) = scope.seen.get(&object_key)
-                && not_older(event.as_deref(), version)
-            {
-                continue;
-            }
-            if let Some(stored) = inner.objects.get(&object_key)
-                && not_older(stored.resource_version(), version)
-            {
-                continue;
-            }
-            inner.remove(self.group_of, &object_key);
-            let object = Arc::new(object);
-            inner.insert(self.group_of, object.clone());
-            inner
-                .overlay
-                .settle(&group_key, object.name(), Some(&*object));
-        }
-        if let Some(scope) = inner.scope.as_mut() {
-            scope.fill_ended(namespace);
-        }
-        Fill::Merged
-    }
-
-    /// Whether the group `namespace/group` can be read: always in an unscoped store; in a
-    /// scoped one, once it is wanted and filled.
-    pub fn filled(&self, namespace: &str, group: &str) -> bool {
-        let inner = self.read();
-        match inner.scope.as_ref() {
-            None => true,
-            Some(scope) => scope
-                .wanted
-                .get(&key(namespace, group))
-                .is_some_and(|g| g.filling.is_none()),
-        }
-    }
-
-    /// [`Store::group`], if the group is [`Store::filled`] (read under one lock: the group
-    /// cannot be dropped or filled again between the check and the read).
-    pub fn filled_group(&self, namespace: &str, group: &str) -> Option<Vec<Arc<K>>> {
-        let inner = self.read();
-        if let Some(scope) = inner.scope.as_ref() {
-            let filled = scope
-                .wanted
-                .get(&key(namespace, group))
-                .is_some_and(|g| g.filling.is_none());
-            if !filled {
-                return None;
-            }
-        }
-        Some(inner.group(namespace, group))
-    }
-
-    /// [`Store::get`] of a store grouped by name, if its group is [`Store::filled`]:
-    /// `None` when not filled, `Some(None)` when filled and absent.
-    pub fn filled_get(&self, namespace: &str, name: &str) -> Option<Option<Arc<K>>> {
-        self.filled_group(namespace, name)
-            .map(|objects| objects.into_iter().find(|o| o.name() == name))
-    }
-
-    /// What wakes this store's filler (a scoped store only).
-    fn fill_wake(&self) -> Option<Arc<Notify>> {
-        self.read().scope.as_ref().map(|s| s.wake.clone())
-    }
-}
 
 /// What follows the wanted groups: a member's scoped store.
 trait Follower: Send + Sync {
@@ -430,89 +242,6 @@ impl McsNews {
             News::Listed { .. } | News::Failed { .. } => {}
         }
         news
-    }
-}
-
-/// Fills `store`'s groups owed a fill for ever (abort the task to stop it): `fetch` lists a
-/// group's objects in `cluster`, the answer is merged ([`Store::fill_done`]) and `listener`
-/// told ([`Listener::filled`]). A failed fill is tried again after a backoff.
-pub async fn fill<C, L, F, Fut>(cluster: String, store: Store<C>, fetch: F, listener: L)
-where
-    C: Cached,
-    L: Listener,
-    F: Fn(String, String) -> Fut,
-    Fut: Future<Output = Result<Vec<C>, kube::Error>>,
-{
-    let Some(wake) = store.fill_wake() else {
-        return;
-    };
-    let mut running = FuturesUnordered::new();
-    let mut in_flight: HashSet<(String, String)> = HashSet::new();
-    // Failures in a row, and when to try again.
-    let mut failed: HashMap<(String, String), (u32, Instant)> = HashMap::new();
-    loop {
-        let now = Instant::now();
-        let owed = store.unfilled();
-        failed.retain(|group, _| {
-            owed.iter()
-                .any(|(ns, g, _)| (ns, g) == (&group.0, &group.1))
-        });
-        for (namespace, group, token) in owed {
-            if running.len() >= FILLS_AT_ONCE {
-                break;
-            }
-            let id = (namespace, group);
-            if in_flight.contains(&id) || failed.get(&id).is_some_and(|(_, at)| *at > now) {
-                continue;
-            }
-            in_flight.insert(id.clone());
-            let answer = fetch(id.0.clone(), id.1.clone());
-            running.push(async move { (id, token, answer.await) });
-        }
-        let retry = failed
-            .values()
-            .map(|(_, at)| *at)
-            .filter(|at| *at > now)
-            .min();
-        tokio::select! {
-            () = wake.notified() => {}
-            Some(((namespace, group), token, answer)) = running.next(), if !running.is_empty() => {
-                let id = (namespace, group);
-                in_flight.remove(&id);
-                let error = match answer {
-                    Ok(objects) => match store.fill_done(&id.0, &id.1, token, objects) {
-                        Fill::Merged => {
-                            failed.remove(&id);
-                            listener.filled(&cluster, &id.0, &id.1);
-                            None
-                        }
-                        Fill::Stale => None,
-                        Fill::Later => Some("the cluster's watch is failing or listing".to_string()),
-                    },
-                    Err(err) => Some(crate::clusters::api_error::chain(&err)),
-                };
-                if let Some(error) = error {
-                    let entry = failed.entry(id.clone()).or_insert((0, now));
-                    entry.0 += 1;
-                    let wait = FILL_RETRY_FIRST
-                        .saturating_mul(1 << entry.0.saturating_sub(1).min(8))
-                        .min(FILL_RETRY_MAX);
-                    entry.1 = Instant::now() + wait;
-                    tracing::warn!(%cluster, namespace = %id.0, group = %id.1, %error, retry_in = ?wait,
-                        "listing the objects of a name a MultiClusterService names failed; they are not read until listed");
-                }
-            }
-            () = tokio::time::sleep_until(retry.unwrap_or(now)), if retry.is_some() => {}
-        }
-    }
-}
-
-impl Unreadable {
-    /// The member's group `namespace/name` is not filled yet.
-    pub fn filling(namespace: &str, name: &str) -> Unreadable {
-        Unreadable::Filling {
-            group: format!("{namespace}/{name}"),
-        }
     }
 }
 

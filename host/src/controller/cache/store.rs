@@ -34,9 +34,10 @@
 use super::writes::Writing;
 
 use std::sync::{Arc, RwLock};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use super::groups::Groups;
+use super::health::{Failure, Health, Patience};
 use super::kept::{Cached, Key, key, key_of};
 use super::overlay::Overlay;
 pub use super::overlay::PENDING_TTL;
@@ -45,61 +46,6 @@ use crate::fast_map::FastMap;
 /// Which objects a pass reads together: the `kubernetes.io/service-name` of a slice, the name
 /// of a Service or MultiClusterService.
 pub type GroupOf<K> = fn(&K) -> Option<&str>;
-
-/// Whether a store can be read, and if not, why.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Health {
-    /// The first list has not completed.
-    Listing,
-    /// Listed, and every watch event since has been applied; or its watch has been failing
-    /// for no longer than the grace ([`Patience::grace`], [`Store::failing`]).
-    Synced,
-    /// The watch has been failing for longer than the grace, or failed before the first list
-    /// completed; the store holds what it held before, and the watch retries.
-    Broken(Failure),
-}
-
-/// The default of `--outage-grace`: how long a store that has listed stays readable while
-/// its watch fails (Karmada's `--cluster-failure-threshold` is 30 s too).
-pub const DEFAULT_GRACE: Duration = Duration::from_secs(30);
-
-/// How a store and its watch wait for a failing watch ([`super::watch`] has the rules).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Patience {
-    /// A store that has listed stays readable ([`Health::Synced`]) while its watch has been
-    /// failing for at most this long (`--outage-grace`).
-    pub grace: Duration,
-    /// A retry that has gone this long without an error has resumed its watch: longer than
-    /// any request of the cluster's client may wait for its answer (`--request-timeout`).
-    pub settle: Duration,
-}
-
-impl Patience {
-    /// Whether a store failing with `failure` is within its grace (none when it is zero).
-    fn within(&self, failure: &Failure) -> bool {
-        !self.grace.is_zero() && failure.since.elapsed() <= self.grace
-    }
-}
-
-impl Default for Patience {
-    fn default() -> Self {
-        Patience {
-            grace: DEFAULT_GRACE,
-            settle: Duration::from_secs(12),
-        }
-    }
-}
-
-/// Why a watch failed.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Failure {
-    /// The error with its causes, as the conditions show it.
-    pub message: String,
-    /// The server answered 404: it does not serve the resource.
-    pub not_served: bool,
-    /// When the watch failed first (in a row).
-    pub since: Instant,
-}
 
 /// What applying one watch event found.
 #[derive(Debug, Default, PartialEq, Eq)]

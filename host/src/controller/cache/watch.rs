@@ -59,12 +59,13 @@ use serde::de::DeserializeOwned;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
+use super::health::Health;
 use super::kept::Cached;
-use super::store::{Health, Store};
+use super::store::Store;
 use crate::clusters::api_error::{Kind, chain, kind_of};
 
 #[cfg(doc)]
-use super::store::Patience;
+use super::health::Patience;
 
 /// The first wait before retrying after a failure.
 const BACKOFF_FIRST: Duration = Duration::from_millis(500);

@@ -4,6 +4,7 @@ use serde_json::json;
 
 use super::super::kept::{self, KeptSlice};
 use super::*;
+use crate::controller::cache::groups::Fill;
 
 const COPY: &str = "endpointslice-dispatch-controller.karmada.io";
 

@@ -221,7 +221,7 @@ mod scripted {
     /// the store, and the number of failures it reported.
     pub fn run(client: kube::Client, grace: Duration) -> (Store<KeptService>, Arc<Mutex<usize>>) {
         let store = Store::new(name_of);
-        store.set_patience(super::super::super::store::Patience {
+        store.set_patience(super::super::super::health::Patience {
             grace,
             settle: Duration::from_secs(1),
         });
