@@ -18,7 +18,7 @@ struct Builtin {
     special: Special,
 }
 
-const BUILTINS: [Builtin; 11] = [
+const BUILTINS: [Builtin; 12] = [
     Builtin {
         group: "",
         version: "v1",
@@ -86,6 +86,17 @@ const BUILTINS: [Builtin; 11] = [
         special: Special::None,
     },
     Builtin {
+        group: "batch",
+        version: "v1",
+        plural: "jobs",
+        kind: "Job",
+        namespaced: true,
+        status: true,
+        short_names: &[],
+        generation: GenerationPolicy::Spec,
+        special: Special::None,
+    },
+    Builtin {
         group: "coordination.k8s.io",
         version: "v1",
         plural: "leases",
@@ -150,7 +161,7 @@ pub fn builtin_types() -> Vec<ResourceType> {
 /// The discovery categories of a built-in resource (`rest.CategoriesProvider`).
 fn categories(b: &Builtin) -> &'static [&'static str] {
     match (b.group, b.plural) {
-        ("", "services") => &["all"],
+        ("", "services") | ("batch", "jobs") => &["all"],
         ("admissionregistration.k8s.io", _) => &["api-extensions"],
         _ => &[],
     }

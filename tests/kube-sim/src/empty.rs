@@ -40,6 +40,12 @@ fn zero_fields(rt: &ResourceType) -> Value {
             json!({"addressType": "", "endpoints": null, "ports": null})
         }
         ("coordination.k8s.io", "Lease") => json!({"spec": {}}),
+        // JobSpec.template and PodTemplateSpec.spec are structs, PodSpec.containers has no
+        // omitempty; JobStatus only has omitempty fields.
+        ("batch", "Job") => json!({
+            "spec": {"template": {"metadata": {}, "spec": {"containers": null}}},
+            "status": {},
+        }),
         ("apiextensions.k8s.io", "CustomResourceDefinition") => json!({
             "spec": {"group": "", "names": {"plural": "", "kind": ""}, "scope": "", "versions": null},
             "status": {"acceptedNames": {"plural": "", "kind": ""}, "storedVersions": null},

@@ -32,6 +32,7 @@ pub fn lookup(group: &str, kind: &str) -> Option<&'static Builtin> {
             ("", "Secret", plain(secret())),
             ("", "Event", plain(core_event())),
             ("discovery.k8s.io", "EndpointSlice", plain(endpoint_slice())),
+            ("batch", "Job", with_status(job(), &["spec"])),
             ("coordination.k8s.io", "Lease", plain(lease())),
             ("events.k8s.io", "Event", plain(events_event())),
             (
@@ -326,6 +327,190 @@ fn webhook_configuration(mutating: bool) -> Shape {
         "webhooks",
         list_map(structure(webhook), &["name"]),
     )])
+}
+
+/// core/v1 `Container` (containers, init containers). Probes, lifecycle hooks and the security
+/// context are owned as wholes (their insides are granular in the real schema).
+fn container() -> Shape {
+    let leaf = |name| field(name, Shape::Leaf);
+    let mut ports = list_map(
+        structure(vec![
+            leaf("name"),
+            leaf("hostPort"),
+            leaf("containerPort").always(Zero::Int),
+            leaf("protocol"),
+            leaf("hostIP"),
+        ]),
+        &["containerPort", "protocol"],
+    );
+    if let Shape::List(_, super::shape::ListKind::Map { defaults, .. }) = &mut ports {
+        defaults.insert("protocol".into(), json!("TCP"));
+    }
+    let env = structure(vec![
+        leaf("name").always(Zero::Str),
+        leaf("value"),
+        leaf("valueFrom").ptr(),
+    ]);
+    let resources = structure(vec![leaf("limits"), leaf("requests"), leaf("claims")]);
+    let mount = structure(vec![
+        leaf("name").always(Zero::Str),
+        leaf("readOnly"),
+        leaf("recursiveReadOnly").ptr(),
+        leaf("mountPath").always(Zero::Str),
+        leaf("subPath"),
+        leaf("mountPropagation").ptr(),
+        leaf("subPathExpr"),
+    ]);
+    structure(vec![
+        leaf("name").always(Zero::Str),
+        leaf("image"),
+        leaf("command"),
+        leaf("args"),
+        leaf("workingDir"),
+        field("ports", ports),
+        leaf("envFrom"),
+        field("env", list_map(env, &["name"])),
+        field("resources", resources).always(Zero::Object),
+        leaf("resizePolicy"),
+        leaf("restartPolicy").ptr(),
+        leaf("restartPolicyRules"),
+        field("volumeMounts", list_map(mount, &["mountPath"])),
+        field("volumeDevices", list_map(Shape::Leaf, &["devicePath"])),
+        leaf("livenessProbe").ptr(),
+        leaf("readinessProbe").ptr(),
+        leaf("startupProbe").ptr(),
+        leaf("lifecycle").ptr(),
+        leaf("terminationMessagePath"),
+        leaf("terminationMessagePolicy"),
+        leaf("imagePullPolicy"),
+        leaf("securityContext").ptr(),
+        leaf("stdin"),
+        leaf("stdinOnce"),
+        leaf("tty"),
+    ])
+}
+
+/// core/v1 `PodSpec`, as a pod template carries it. Volumes, affinity, tolerations and the
+/// other nested structures are owned as wholes (granular in the real schema).
+fn pod_spec() -> Shape {
+    let leaf = |name| field(name, Shape::Leaf);
+    let security = structure(vec![
+        leaf("seLinuxOptions").ptr(),
+        leaf("windowsOptions").ptr(),
+        leaf("runAsUser").ptr(),
+        leaf("runAsGroup").ptr(),
+        leaf("runAsNonRoot").ptr(),
+        leaf("supplementalGroups"),
+        leaf("supplementalGroupsPolicy").ptr(),
+        leaf("fsGroup").ptr(),
+        leaf("sysctls"),
+        leaf("fsGroupChangePolicy").ptr(),
+        leaf("seccompProfile").ptr(),
+        leaf("appArmorProfile").ptr(),
+        leaf("seLinuxChangePolicy").ptr(),
+    ]);
+    structure(vec![
+        field("volumes", list_map(Shape::Leaf, &["name"])),
+        field("initContainers", list_map(container(), &["name"])),
+        field("containers", list_map(container(), &["name"])).always(Zero::Null),
+        field("ephemeralContainers", list_map(Shape::Leaf, &["name"])),
+        leaf("restartPolicy"),
+        leaf("terminationGracePeriodSeconds").ptr(),
+        leaf("activeDeadlineSeconds").ptr(),
+        leaf("dnsPolicy"),
+        leaf("nodeSelector"),
+        leaf("serviceAccountName"),
+        leaf("serviceAccount"),
+        leaf("automountServiceAccountToken").ptr(),
+        leaf("nodeName"),
+        leaf("hostNetwork"),
+        leaf("hostPID"),
+        leaf("hostIPC"),
+        leaf("shareProcessNamespace").ptr(),
+        field("securityContext", security).ptr(),
+        field("imagePullSecrets", list_map(Shape::Leaf, &["name"])),
+        leaf("hostname"),
+        leaf("subdomain"),
+        leaf("affinity").ptr(),
+        leaf("schedulerName"),
+        leaf("tolerations"),
+        field("hostAliases", list_map(Shape::Leaf, &["ip"])),
+        leaf("priorityClassName"),
+        leaf("priority").ptr(),
+        leaf("dnsConfig").ptr(),
+        leaf("readinessGates"),
+        leaf("runtimeClassName").ptr(),
+        leaf("enableServiceLinks").ptr(),
+        leaf("preemptionPolicy").ptr(),
+        leaf("overhead"),
+        field(
+            "topologySpreadConstraints",
+            list_map(Shape::Leaf, &["topologyKey", "whenUnsatisfiable"]),
+        ),
+        leaf("setHostnameAsFQDN").ptr(),
+        leaf("os").ptr(),
+        leaf("hostUsers").ptr(),
+        field("schedulingGates", list_map(Shape::Leaf, &["name"])),
+        field("resourceClaims", list_map(Shape::Leaf, &["name"])),
+        leaf("resources").ptr(),
+        leaf("hostnameOverride").ptr(),
+    ])
+}
+
+/// batch/v1 Job. The label selector is `+structType=atomic`; `status.conditions` is an atomic
+/// list (`+listType=atomic`).
+fn job() -> Shape {
+    let leaf = |name| field(name, Shape::Leaf);
+    let template = structure(vec![
+        // ObjectMeta, whose zero creationTimestamp 1.36 omits (no `f:metadata` for `{}`).
+        field(
+            "metadata",
+            structure(vec![
+                leaf("name"),
+                leaf("generateName"),
+                leaf("namespace"),
+                field("labels", map_of(Shape::Leaf)),
+                field("annotations", map_of(Shape::Leaf)),
+                field("finalizers", set()),
+            ]),
+        ),
+        field("spec", pod_spec()).always(Zero::Object),
+    ]);
+    let spec = structure(vec![
+        leaf("parallelism").ptr(),
+        leaf("completions").ptr(),
+        leaf("activeDeadlineSeconds").ptr(),
+        leaf("podFailurePolicy").ptr(),
+        leaf("successPolicy").ptr(),
+        leaf("backoffLimit").ptr(),
+        leaf("backoffLimitPerIndex").ptr(),
+        leaf("maxFailedIndexes").ptr(),
+        leaf("selector").ptr(),
+        leaf("manualSelector").ptr(),
+        field("template", template).always(Zero::Object),
+        leaf("ttlSecondsAfterFinished").ptr(),
+        leaf("completionMode").ptr(),
+        leaf("suspend").ptr(),
+        leaf("podReplacementPolicy").ptr(),
+        leaf("managedBy").ptr(),
+    ]);
+    let status = structure(vec![
+        leaf("conditions"),
+        leaf("startTime").ptr(),
+        leaf("completionTime").ptr(),
+        leaf("active"),
+        leaf("succeeded"),
+        leaf("failed"),
+        leaf("terminating").ptr(),
+        leaf("completedIndexes"),
+        leaf("failedIndexes").ptr(),
+        leaf("uncountedTerminatedPods").ptr(),
+        leaf("ready").ptr(),
+    ]);
+    object(vec![
+        field("spec", spec).always(Zero::Object),
+        field("status", status).always(Zero::Object),
+    ])
 }
 
 /// apiextensions/v1 CustomResourceDefinition (`versions` is atomic; `status.conditions` is

@@ -99,6 +99,11 @@ impl FieldError {
         Self::make(ErrorType::Invalid, field, Some(value.into()), detail)
     }
 
+    /// `field.Invalid(path, field.OmitValueType{}, detail)`: `Invalid value: detail`.
+    pub fn invalid_without_value(field: &str, detail: impl Into<String>) -> Self {
+        Self::make(ErrorType::Invalid, field, None, detail)
+    }
+
     pub fn forbidden(field: &str, detail: impl Into<String>) -> Self {
         Self::make(ErrorType::Forbidden, field, None, detail)
     }

@@ -17,6 +17,7 @@ pub mod endpointslice;
 pub mod field;
 pub mod finalizers;
 pub mod ip;
+pub mod job;
 pub mod meta;
 pub mod names;
 pub mod namespace;
@@ -43,6 +44,8 @@ enum Builtin {
     /// ConfigMaps: metadata validation only.
     Plain,
     Secret,
+    /// batch/v1 Jobs.
+    Job,
     /// Validating (false) and mutating (true) webhook configurations.
     WebhookConfiguration {
         mutating: bool,
@@ -59,6 +62,7 @@ fn builtin(rt: &ResourceType) -> Option<Builtin> {
         ("discovery.k8s.io", "endpointslices") => Some(Builtin::EndpointSlice),
         ("", "configmaps") => Some(Builtin::Plain),
         ("", "secrets") => Some(Builtin::Secret),
+        ("batch", "jobs") => Some(Builtin::Job),
         (webhook_configuration::GROUP, "validatingwebhookconfigurations") => {
             Some(Builtin::WebhookConfiguration { mutating: false })
         }
@@ -77,6 +81,7 @@ pub fn decode_defaults(rt: &ResourceType, obj: &mut Value) {
         Some(Builtin::Service) => service::decode_defaults(obj),
         Some(Builtin::EndpointSlice) => endpointslice::decode_defaults(obj),
         Some(Builtin::Secret) => secret::decode_defaults(obj),
+        Some(Builtin::Job) => job::decode_defaults(obj),
         Some(Builtin::WebhookConfiguration { mutating }) => {
             webhook_configuration::decode_defaults(obj, mutating);
         }
@@ -159,6 +164,12 @@ pub fn prepare_create(store: &Store, rt: &ResourceType, obj: &mut Value) -> Resu
             secret::warnings(obj).into_iter().for_each(crate::warning::add);
             return Ok(());
         }
+        Some(Builtin::Job) => {
+            job::prepare_create(obj);
+            let mut errors = meta::validate(obj, NameRule::Subdomain, true, true);
+            errors.extend(job::validate(obj));
+            refuse(rt, obj, &errors)?;
+        }
         Some(Builtin::WebhookConfiguration { .. }) => {
             let mut errors = meta::validate(obj, NameRule::Subdomain, false, false);
             errors.extend(webhook_configuration::validate(obj));
@@ -180,6 +191,9 @@ pub fn prepare_update(
     part: Part,
 ) -> Result<(), ApiError> {
     if part == Part::Status {
+        if builtin(rt) == Some(Builtin::Job) {
+            return refuse(rt, new, &job::validate_status_update(new, old));
+        }
         return Ok(());
     }
     match builtin(rt) {
@@ -200,6 +214,11 @@ pub fn prepare_update(
             refuse(rt, new, &errors)?;
             secret::warnings(new).into_iter().for_each(crate::warning::add);
             Ok(())
+        }
+        Some(Builtin::Job) => {
+            let mut errors = meta::validate_update(new, old, true);
+            errors.extend(job::validate_update(new, old));
+            refuse(rt, new, &errors)
         }
         Some(Builtin::WebhookConfiguration { .. }) => {
             let mut errors = meta::validate_update(new, old, false);
