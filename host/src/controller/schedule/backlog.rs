@@ -1,12 +1,12 @@
-//! The backlog: passes over many MultiClusterServices at once (the first pass over every MCS,
-//! every resync, the catch-up when a member becomes ready or a cache lists again), handed to
-//! the Controller a few at a time so that a live change (a watch's trigger) never waits behind
-//! them.
+//! The backlog: passes over many keys at once (the first pass over every MCS, every resync,
+//! the catch-up when a member becomes ready or a cache lists again; on the clusterset side,
+//! the same over every exported name), handed to a Controller a few at a time so that a live
+//! change (a watch event heard after start) never waits behind them.
 //!
 //! kube-runtime's scheduler keeps every request it holds in one set and starts them in that
 //! set's hash order: given a thousand MCSs at once (`reconcile_all_on`), it would start a live
 //! change wherever its hash falls among them. So the bulk stays here, first in, first out,
-//! each MCS once, and is handed out ([`Backlog::next`]) only while
+//! each key once, and is handed out ([`Backlog::next`]) only while
 //!
 //! - fewer than `--workers` passes are running or handed out and not started yet, so whatever
 //!   the Controller holds finds a worker at once, and
@@ -14,30 +14,39 @@
 //!   [`STARVING`] on end let it go on one pass at a time: a steady stream of changes slows the
 //!   backlog, never stops it.
 //!
-//! A pass that starts for any reason satisfies that MCS's place in the backlog (it reads the
-//! caches as they are now). An MCS handed out and found gone (the Controller reports
+//! **A live change goes first, whatever the backlog holds.** Its trigger goes straight to the
+//! Controller, and its key, if it waits in the backlog (at its head or its tail), leaves it at
+//! once ([`Backlog::live`], told through [`Changes::fresh`]): the pass runs as live, ahead of
+//! every key before it, and only once. A key whose live change still waits is not queued again
+//! by a resync: that pass is still to come.
+//!
+//! A pass that starts for any reason satisfies that key's place in the backlog (it reads the
+//! caches as they are now). A key handed out and found gone (the Controller reports
 //! `ObjectNotFound`) is forgotten, so nothing handed out is ever lost or keeps a worker's
 //! place.
+//!
+//! Keys are `namespace/name`; the Controller's object is named by [`Bulk`]'s resource (the MCS
+//! for the MCS passes, the synthetic export object for the clusterset's).
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use futures::channel::mpsc;
-use kube::api::DynamicObject;
+use kube::api::{ApiResource, DynamicObject};
 use kube::runtime::reflector::ObjectRef;
 use tokio::sync::Notify;
 
 use crate::controller::cache::triggers::Changes;
-use crate::controller::names::mcs_resource;
 
 /// How long live changes may hold the whole backlog; after that it goes on one pass at a time
 /// while they still wait.
 pub const STARVING: Duration = Duration::from_secs(1);
 
-/// The backlog as the Controller's loop uses it: queued by the resync and the catch-ups, fed
+/// The backlog as a Controller's loop uses it: queued by the resync and the catch-ups, fed
 /// to the Controller by [`Bulk::feed`], told by every pass when it starts and ends
-/// ([`Bulk::running`]) and by the Controller's stream when an MCS was not found.
+/// ([`Bulk::running`]), by the Controller's stream when a key was not found, and by
+/// [`Changes`] when a key gets a live change.
 pub struct Bulk {
     backlog: Mutex<Backlog>,
     /// Wakes the feeder: a pass started or ended, an MCS was not found, more was queued.
@@ -46,15 +55,20 @@ pub struct Bulk {
     workers: usize,
     /// The live changes waiting for their pass.
     changes: Arc<Changes>,
+    /// The Controller's objects: a key `namespace/name` is one of this resource.
+    resource: ApiResource,
 }
 
 impl Bulk {
-    pub fn new(workers: usize, changes: Arc<Changes>) -> Bulk {
+    /// A backlog for `workers` workers over keys of `resource`, whose live changes are
+    /// `changes`.
+    pub fn new(workers: usize, changes: Arc<Changes>, resource: ApiResource) -> Bulk {
         Bulk {
             backlog: Mutex::default(),
             wake: Notify::new(),
             workers,
             changes,
+            resource,
         }
     }
 
@@ -62,9 +76,10 @@ impl Bulk {
         self.backlog.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Queues a pass of every MCS of `keys` (`namespace/name`), in name order, behind the
-    /// backlog.
+    /// Queues a pass of every key of `keys` (`namespace/name`), in name order, behind the
+    /// backlog; a key whose live change waits is left out (its pass is still to come).
     pub fn queue_all(&self, mut keys: Vec<String>) {
+        keys.retain(|key| !self.changes.contains(key));
         keys.sort_unstable();
         let (added, waiting) = {
             let mut backlog = self.backlog();
@@ -105,12 +120,28 @@ impl Bulk {
         Running { bulk: self, key }
     }
 
+    /// Takes out of the backlog the keys that got a live change: their triggers are with the
+    /// Controller already.
+    fn take_live(&self) {
+        let fresh = self.changes.fresh();
+        if fresh.is_empty() {
+            return;
+        }
+        let mut backlog = self.backlog();
+        for key in fresh {
+            if backlog.live(&key) {
+                tracing::debug!(key, "a live change: out of the backlog, passed at once");
+            }
+        }
+    }
+
     /// Hands the Controller the backlog's next keys whenever they may go (the module's
     /// rules), for ever; returns when `to` is closed (the Controller is gone).
     pub async fn feed(&self, to: mpsc::UnboundedSender<ObjectRef<DynamicObject>>) {
-        let resource = mcs_resource();
+        let resource = &self.resource;
         loop {
             loop {
+                self.take_live();
                 let live_waiting = !self.changes.is_empty();
                 let next = self
                     .backlog()
@@ -125,7 +156,10 @@ impl Bulk {
                     return;
                 }
             }
-            self.wake.notified().await;
+            tokio::select! {
+                () = self.wake.notified() => {}
+                () = self.changes.arrived() => {}
+            }
         }
     }
 }
@@ -209,6 +243,18 @@ impl Backlog {
             }
         }
         None
+    }
+
+    /// `key` got a live change, whose trigger is with the Controller: if it waits here, it
+    /// leaves the backlog (its pass runs as live, ahead of the keys before it, and once).
+    /// Whether it waited. A key handed out already is with the Controller too: the two
+    /// requests are one pass.
+    pub fn live(&mut self, key: &str) -> bool {
+        if self.waiting.remove(key).is_none() {
+            return false;
+        }
+        self.compact();
+        true
     }
 
     /// The pass of `key` starts (for any reason): it satisfies the backlog's request.
@@ -387,6 +433,47 @@ mod tests {
         assert_eq!(backlog.next(4, false, starving), Some("ns/c".into()));
         assert_eq!(backlog.next(4, true, starving), None, "held afresh");
         assert_eq!(backlog.next(4, false, starving), Some("ns/d".into()));
+    }
+
+    #[test]
+    fn a_live_change_takes_its_key_out_of_the_backlogs_tail_and_the_rest_drains_in_order() {
+        let mut backlog = Backlog::default();
+        backlog.queue(keys(&["a", "b", "c", "d", "e"]));
+        assert_eq!(serve(&mut backlog, 2), keys(&["a", "b"]));
+        // e, the tail, gets a live change while both workers are busy: it leaves at once.
+        assert!(backlog.live("ns/e"));
+        assert_eq!(backlog.len(), 2, "c and d wait");
+        assert!(!backlog.live("ns/e"), "once");
+        // Its trigger is with the Controller: nothing is handed out ahead of it.
+        backlog.ended("ns/a");
+        assert_eq!(backlog.next(2, true, t0()), None);
+        // Its pass starts (from the live trigger), before c and d.
+        backlog.started("ns/e");
+        backlog.ended("ns/b");
+        backlog.ended("ns/e");
+        assert_eq!(
+            drain(&mut backlog),
+            keys(&["c", "d"]),
+            "the rest in order, e not again"
+        );
+        assert_eq!(backlog.in_flight(), (0, 0));
+        // Queued again later, it is in the backlog again: a live change takes it out again.
+        backlog.queue(keys(&["e", "f"]));
+        assert!(backlog.live("ns/e"));
+        assert_eq!(drain(&mut backlog), keys(&["f"]));
+    }
+
+    #[test]
+    fn a_live_change_of_a_key_handed_out_leaves_it_with_the_controller() {
+        let mut backlog = Backlog::default();
+        backlog.queue(keys(&["a", "b"]));
+        assert_eq!(backlog.next(4, false, t0()), Some("ns/a".into()));
+        // a is with the Controller already: the live trigger and it are one pass.
+        assert!(!backlog.live("ns/a"));
+        assert_eq!(backlog.in_flight(), (1, 0));
+        backlog.started("ns/a");
+        backlog.ended("ns/a");
+        assert_eq!(drain(&mut backlog), keys(&["b"]));
     }
 
     #[test]

@@ -124,14 +124,13 @@ pub async fn sync(
     let _tasks = Tasks(vec![mcs_watch, services_watch]);
     // The upstream Multi-Cluster Services API over the same members: it hears the member
     // caches too, and runs beside the MCS Controller.
-    let clusterset = Clusterset::new(ctx.triggers.scope.clone(), ctx.metrics.clone());
-    let listener = clusterset.listener(reactions.clone());
-    let _clusterset = clusterset.spawn(
-        ctx.clone(),
-        membership.clone(),
-        args.resync_interval,
+    let clusterset = Clusterset::new(
+        ctx.triggers.scope.clone(),
+        ctx.metrics.clone(),
         args.workers,
     );
+    let listener = clusterset.listener(reactions.clone());
+    let _clusterset = clusterset.spawn(ctx.clone(), membership.clone(), args.resync_interval);
     let mut members = Members::new(&ctx.caches);
     let first = refresh(&source, &membership).await;
     if let Some(first) = &first {
@@ -155,7 +154,7 @@ pub async fn sync(
         membership: membership.clone(),
         retries: Retries::default(),
         changes: changes.clone(),
-        bulk: Bulk::new(usize::from(args.workers), changes.clone()),
+        bulk: Bulk::new(usize::from(args.workers), changes.clone(), resource.clone()),
     });
     let everything = || shared.bulk.queue_all(keys(&store.state()));
     let controller = Controller::for_stream_with(mcs, store.clone(), resource)

@@ -235,7 +235,7 @@ fn controller_with_backlog(
 fn bulk_passes(workers: u16) -> Arc<BulkPasses> {
     let changes = Arc::new(Changes::default());
     Arc::new(BulkPasses {
-        bulk: Bulk::new(usize::from(workers), changes.clone()),
+        bulk: Bulk::new(usize::from(workers), changes.clone(), mcs_resource()),
         changes,
         passes: Passes::default(),
     })
@@ -276,6 +276,36 @@ async fn a_live_change_starts_before_the_backlog_and_satisfies_its_place_in_it()
         "m5 next, and not again"
     );
     assert!(shared.bulk.is_empty());
+    run.abort();
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_live_change_of_a_key_in_the_backlogs_tail_takes_it_out_at_once_and_runs_it_next() {
+    let shared = bulk_passes(2);
+    let (live, run) = controller_with_backlog(&NAMES, 2, shared.clone());
+    let closed = shared.passes.gate.write().await;
+    shared.bulk.queue_all(keys(&NAMES));
+    let_others_run().await;
+    assert_eq!(*shared.passes.started.lock().unwrap(), ["m0", "m1"]);
+    assert_eq!(shared.bulk.len(), 4);
+    // A live change of m5, the tail, while both workers are busy: m5 leaves the backlog at
+    // once, before any worker is free.
+    shared.changes.seen("default/m5", std::time::Instant::now());
+    live.unbounded_send(reference("m5")).unwrap();
+    let_others_run().await;
+    assert_eq!(shared.bulk.len(), 3, "m2, m3 and m4 wait; m5 does not");
+    // A resync meanwhile does not put it back: its live pass is still to come.
+    shared.bulk.queue_all(keys(&["m5"]));
+    assert_eq!(shared.bulk.len(), 3);
+    drop(closed);
+    let_all_run().await;
+    assert_eq!(
+        *shared.passes.started.lock().unwrap(),
+        ["m0", "m1", "m5", "m2", "m3", "m4"],
+        "m5 before the keys ahead of it, once; the rest in order"
+    );
+    assert!(shared.bulk.is_empty());
+    assert!(shared.changes.is_empty());
     run.abort();
 }
 

@@ -25,6 +25,7 @@ pub enum Change {
     Applied,
     Deleted,
 }
+
 /// Starts the watch of the hub's MultiClusterServices: it fills `store` (what passes read),
 /// mirrors every event, metadata only, into `writer` (the store the Controller runs on), and
 /// sends into the returned stream every MCS whose spec or deletion changed
