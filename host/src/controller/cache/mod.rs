@@ -39,6 +39,7 @@ pub mod health;
 pub mod interner;
 pub mod kept;
 pub mod overlay;
+pub mod retry;
 pub mod scope;
 pub mod scoped;
 pub mod store;

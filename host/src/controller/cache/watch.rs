@@ -48,7 +48,6 @@
 //! "Consistency of the caches". A watch the server ends cleanly (its timeout, a dropped
 //! stream) is resumed by the watcher without an error: no event is lost.
 
-use std::hash::{BuildHasher, Hasher};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -61,18 +60,15 @@ use tokio::time::Instant;
 
 use super::health::Health;
 use super::kept::Cached;
+use super::retry::{
+    Backoff, Failing, NOT_SERVED_RECHECK, Proof, describe, gone, jittered, needs_new_list,
+    not_served,
+};
 use super::store::Store;
-use crate::clusters::api_error::{Kind, chain, kind_of};
+use crate::clusters::api_error::Kind;
 
 #[cfg(doc)]
 use super::health::Patience;
-
-/// The first wait before retrying after a failure.
-const BACKOFF_FIRST: Duration = Duration::from_millis(500);
-/// The longest wait before retrying.
-const BACKOFF_MAX: Duration = Duration::from_secs(10);
-/// How far each wait is moved at random, as a fraction of it (either way).
-const JITTER: f64 = 0.2;
 
 /// What a watch tells its owner.
 #[derive(Debug)]
@@ -118,85 +114,6 @@ pub struct Watch<K: Resource, C> {
 /// A second consumer of a watch's events.
 pub type Mirror<K> = Box<dyn FnMut(&Event<K>) + Send>;
 
-/// Where a failing watch is: the failing/working rule of the module, apart from the I/O.
-#[derive(Debug, Default)]
-struct Failing {
-    /// An error came since the watch last proved to work.
-    failing: bool,
-    /// When the retry under way started (polling again after the backoff); `None` before it.
-    retry: Option<Instant>,
-    /// The watcher is listing (an `Init` came, its `InitDone` not yet): only the list's end
-    /// proves anything.
-    listing: bool,
-    /// The store's turning unreadable has been logged.
-    told_unreadable: bool,
-}
-
-/// What an item of the stream proves.
-#[derive(Debug, PartialEq, Eq)]
-enum Proof {
-    /// Nothing (an object of a list, a list starting).
-    Nothing,
-    /// The watch delivered a change: it is open from the store's version.
-    Event,
-    /// A list completed.
-    Listed,
-}
-
-impl Failing {
-    /// An error: failing from now, until a proof. Returns whether it is the first in a row.
-    fn failed(&mut self) -> bool {
-        let first = !self.failing;
-        self.failing = true;
-        self.retry = None;
-        self.listing = false;
-        first
-    }
-
-    /// The retry starts (the backoff is over).
-    fn retrying(&mut self, now: Instant) {
-        self.retry = Some(now);
-    }
-
-    /// An item of the stream; whether it ends a failure (the watch works again).
-    fn item(&mut self, proof: Proof, init: bool) -> bool {
-        if init {
-            self.listing = true;
-        }
-        let proved = match proof {
-            Proof::Nothing => false,
-            Proof::Listed => {
-                self.listing = false;
-                true
-            }
-            Proof::Event => !self.listing,
-        };
-        self.recovered_if(proved)
-    }
-
-    /// When a quiet retry proves the watch resumed: its start plus `settle`, while failing and
-    /// not listing.
-    fn quiet_at(&self, settle: Duration) -> Option<Instant> {
-        if !self.failing || self.listing {
-            return None;
-        }
-        self.retry.map(|at| at + settle)
-    }
-
-    /// The retry stayed quiet until [`Failing::quiet_at`]: the watch works again.
-    fn quiet(&mut self) -> bool {
-        self.recovered_if(self.failing && !self.listing && self.retry.is_some())
-    }
-
-    fn recovered_if(&mut self, proved: bool) -> bool {
-        if !(proved && self.failing) {
-            return false;
-        }
-        *self = Failing::default();
-        true
-    }
-}
-
 /// The watcher configuration of every cache: lists are **consistent reads**
 /// (`ListSemantic::MostRecent`: no `resourceVersion`, so the API server answers as of now, from
 /// etcd or its consistent watch cache), never `resourceVersion=0`, which a server may answer
@@ -204,80 +121,6 @@ impl Failing {
 /// a re-list never takes it back in time.
 pub fn config() -> watcher::Config {
     watcher::Config::default().list_semantic(watcher::ListSemantic::MostRecent)
-}
-
-/// How long a watch of a resource the server does not serve (404 to its list: the CRD is not
-/// installed there) waits before listing again, ±[`JITTER`]. A CRD installed later is picked up
-/// within this; a cluster without it costs one list a minute per resource rather than one
-/// every [`BACKOFF_MAX`].
-pub const NOT_SERVED_RECHECK: Duration = Duration::from_secs(60);
-
-/// The waits between retries: [`BACKOFF_FIRST`] doubling to [`BACKOFF_MAX`], each moved by
-/// up to ±[`JITTER`] at random.
-#[derive(Debug)]
-struct Backoff {
-    next: Duration,
-}
-
-impl Default for Backoff {
-    fn default() -> Self {
-        Backoff {
-            next: BACKOFF_FIRST,
-        }
-    }
-}
-
-impl Backoff {
-    /// The next wait.
-    fn next_wait(&mut self) -> Duration {
-        let base = self.next;
-        self.next = (base * 2).min(BACKOFF_MAX);
-        jittered(base).min(BACKOFF_MAX)
-    }
-
-    /// The watch works: the next failure waits [`BACKOFF_FIRST`].
-    fn reset(&mut self) {
-        self.next = BACKOFF_FIRST;
-    }
-}
-
-/// `base` moved by up to ±[`JITTER`] at random.
-fn jittered(base: Duration) -> Duration {
-    base.mul_f64(1.0 + JITTER * (2.0 * unit_random() - 1.0))
-}
-
-/// Whether `err` is a 404 to the list: the server does not serve the resource.
-fn not_served(err: &watcher::Error) -> bool {
-    matches!(err, watcher::Error::InitialListFailed(e) if kind_of(e) == Kind::NotFound)
-}
-
-/// A number in [0, 1), random enough to spread retries (std's randomly keyed hasher).
-fn unit_random() -> f64 {
-    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
-    hasher.write_u128(now.map_or(0, |d| d.as_nanos()));
-    (hasher.finish() >> 11) as f64 / (1u64 << 53) as f64
-}
-
-/// Whether `err` is the server's 410 Expired to a watch: the watcher lists next.
-fn gone(err: &watcher::Error) -> bool {
-    matches!(err, watcher::Error::WatchError(status) if status.code == 410)
-}
-
-/// Whether `err` means the stream may have skipped an event, or cannot resume by itself: a
-/// new watcher (a new list) is needed. A line that does not decode is an event lost while the
-/// stream goes on; a watch request answered 410 (rather than a 410 ERROR event, which the
-/// watcher handles by listing) would be retried from the same version for ever.
-fn needs_new_list(err: &watcher::Error) -> bool {
-    match err {
-        watcher::Error::WatchFailed(
-            kube::Error::SerdeError(_)
-            | kube::Error::LinesCodecMaxLineLengthExceeded
-            | kube::Error::Api(_),
-        ) => true,
-        watcher::Error::WatchStartFailed(kube::Error::Api(status)) => status.code == 410,
-        _ => false,
-    }
 }
 
 impl<K, C> Watch<K, C>
@@ -467,25 +310,6 @@ async fn sleep_until(at: Option<Instant>) {
         Some(at) => tokio::time::sleep_until(at).await,
         None => std::future::pending().await,
     }
-}
-
-/// A watch error as the conditions show it (the server's own words, with code and reason),
-/// and its kind (404: the server does not serve the resource).
-fn describe(cluster: &str, resource: &str, err: &watcher::Error) -> (String, Kind) {
-    let (step, detail, kind) = match err {
-        watcher::Error::InitialListFailed(e) => ("listing", chain(e), kind_of(e)),
-        watcher::Error::WatchStartFailed(e) => ("watching", chain(e), kind_of(e)),
-        watcher::Error::WatchFailed(e) => ("watching", chain(e), kind_of(e)),
-        watcher::Error::WatchError(status) => {
-            let api = kube::Error::Api(status.clone());
-            ("watching", chain(&api), kind_of(&api))
-        }
-        other @ watcher::Error::NoResourceVersion => ("watching", chain(other), Kind::Other),
-    };
-    (
-        format!("{step} {resource} in cluster {cluster}: {detail}"),
-        kind,
-    )
 }
 
 #[cfg(test)]

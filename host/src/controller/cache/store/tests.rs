@@ -1,8 +1,9 @@
+use std::time::Duration;
+
 use serde_json::json;
 
-use super::super::kept::{self, KeptSlice};
 use super::*;
-use crate::controller::cache::kept::is_later;
+use crate::controller::cache::kept::{self, KeptSlice, is_later};
 use crate::controller::cache::overlay::Pending;
 
 fn slice(name: &str, service: &str, uid: &str, rv: &str) -> KeptSlice {
