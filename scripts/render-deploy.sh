@@ -58,18 +58,18 @@ render() {
   done
 }
 
-# The webhook server with its self-managed certificate: it makes the Secret and the webhook
-# configurations itself (nothing else to install; `mcs-policy unregister` before removing it).
+# The webhook server with its self-managed certificate: it makes the Secret and patches its CA
+# into the webhook configurations of configurations.yaml (nothing else to install).
 render webhook mcs-policy-system \
   "--set namespace.create=true --set sync.enabled=false" \
   namespace.yaml webhook/serviceaccount.yaml webhook/rbac.yaml webhook/deployment.yaml \
-  webhook/service.yaml webhook/pdb.yaml
-# The webhook server with cert-manager's certificate (the configurations come from
-# `mcs-policy manifests`, for whichever API server holds the MultiClusterServices).
+  webhook/service.yaml webhook/pdb.yaml webhook/configurations.yaml
+# The webhook server with cert-manager's certificate, and the configurations cert-manager
+# injects its CA into.
 render webhook-cert-manager mcs-policy-system \
   "--set namespace.create=true --set sync.enabled=false --set webhook.certificate.mode=cert-manager" \
   namespace.yaml webhook/serviceaccount.yaml webhook/deployment.yaml webhook/service.yaml \
-  webhook/pdb.yaml webhook/certificate.yaml
+  webhook/pdb.yaml webhook/certificate.yaml webhook/configurations.yaml
 # The sync controller's identity and rules in a hub (standalone or a karmada-apiserver).
 render sync-rbac mcs-policy-system \
   "--set namespace.create=true --set webhook.enabled=false" \
@@ -77,19 +77,22 @@ render sync-rbac mcs-policy-system \
 # The sync controller in a standalone hub (with ../sync-rbac).
 render sync mcs-policy-system \
   "--set webhook.enabled=false" \
-  sync/deployment.yaml sync/pdb.yaml
-# Its ServiceAccount, rules and token in each member, and the upstream MCS API's CRDs.
+  sync/deployment.yaml sync/pdb.yaml sync/service.yaml
+# Its identity (ServiceAccount mcs-policy-member), rules and token in each member, and the
+# upstream MCS API's CRDs.
 render member mcs-policy-system \
   "--set target=member --set namespace.create=true" \
   namespace.yaml member/rbac.yaml member/token.yaml member/upstream-crds.yaml
-# Reading Karmada's Clusters and their Secrets, in the karmada-apiserver (with ../sync-rbac).
+# Reading Karmada's Clusters and their Secrets, in the karmada-apiserver (with ../sync-rbac),
+# and the namespace of those Secrets (`karmadactl join` makes it; a fresh control plane of
+# `karmadactl init` or karmada-operator has none).
 render karmada-hub mcs-policy-system \
   "--set target=karmada-apiserver --set webhook.enabled=false" \
-  karmada-apiserver/karmada.yaml
+  karmada-apiserver/karmada.yaml karmada-apiserver/cluster-secrets-namespace.yaml
 # The sync controller in Karmada's host cluster.
 render karmada karmada-system \
   "--set karmada.enabled=true --set webhook.enabled=false" \
-  sync/serviceaccount.yaml sync/deployment.yaml sync/pdb.yaml
+  sync/serviceaccount.yaml sync/deployment.yaml sync/pdb.yaml sync/service.yaml
 # The CRDs the chart installs, as policies/crds/ has them.
 crds=(networking.karmada.io_multiclusterservices.yaml multicluster.x-k8s.io_serviceexports.yaml
   multicluster.x-k8s.io_serviceimports.yaml about.k8s.io_clusterproperties.yaml)

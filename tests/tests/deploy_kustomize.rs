@@ -73,6 +73,9 @@ const EXPECTED: &[Expected] = &[
             ("Deployment", "mcs-policy-system", "mcs-policy"),
             ("Service", "mcs-policy-system", "mcs-policy"),
             ("PodDisruptionBudget", "mcs-policy-system", "mcs-policy"),
+            // Owned by the installation; the server patches its CA in.
+            ("ValidatingWebhookConfiguration", "", "mcs-policy"),
+            ("MutatingWebhookConfiguration", "", "mcs-policy"),
         ],
         foreign_namespaces: &[],
     },
@@ -88,6 +91,9 @@ const EXPECTED: &[Expected] = &[
             ("Issuer", "mcs-policy-system", "mcs-policy-ca"),
             ("Certificate", "mcs-policy-system", "mcs-policy-ca"),
             ("Certificate", "mcs-policy-system", "mcs-policy"),
+            // cert-manager injects the CA.
+            ("ValidatingWebhookConfiguration", "", "mcs-policy"),
+            ("MutatingWebhookConfiguration", "", "mcs-policy"),
         ],
         foreign_namespaces: &[],
     },
@@ -111,6 +117,7 @@ const EXPECTED: &[Expected] = &[
                 "mcs-policy-system",
                 "mcs-policy-sync",
             ),
+            ("Service", "mcs-policy-system", "mcs-policy-sync-metrics"),
         ],
         foreign_namespaces: &[],
     },
@@ -118,10 +125,11 @@ const EXPECTED: &[Expected] = &[
         dir: "policies/deploy/member",
         objects: &[
             ("Namespace", "", "mcs-policy-system"),
-            ("ServiceAccount", "mcs-policy-system", "mcs-policy-sync"),
-            ("ClusterRole", "", "mcs-policy-sync-member"),
-            ("ClusterRoleBinding", "", "mcs-policy-sync-member"),
-            ("Secret", "mcs-policy-system", "mcs-policy-sync-token"),
+            // Not the hub's names: a hub can be a member too.
+            ("ServiceAccount", "mcs-policy-system", "mcs-policy-member"),
+            ("ClusterRole", "", "mcs-policy-member"),
+            ("ClusterRoleBinding", "", "mcs-policy-member"),
+            ("Secret", "mcs-policy-system", "mcs-policy-member-token"),
             // The upstream Multi-Cluster Services API (upstream-crds.yaml).
             (
                 "CustomResourceDefinition",
@@ -162,9 +170,11 @@ const EXPECTED: &[Expected] = &[
                 "karmada-cluster",
                 "mcs-policy-sync-cluster-credentials",
             ),
+            // Where `karmadactl join` keeps the members' Secrets, made when missing (a fresh
+            // control plane of `karmadactl init` or karmada-operator).
+            ("Namespace", "", "karmada-cluster"),
         ],
-        // Where `karmadactl join` keeps the members' Secrets.
-        foreign_namespaces: &["karmada-cluster"],
+        foreign_namespaces: &[],
     },
     Expected {
         dir: "policies/deploy/karmada",
@@ -172,6 +182,7 @@ const EXPECTED: &[Expected] = &[
             ("ServiceAccount", "karmada-system", "mcs-policy-sync"),
             ("Deployment", "karmada-system", "mcs-policy-sync"),
             ("PodDisruptionBudget", "karmada-system", "mcs-policy-sync"),
+            ("Service", "karmada-system", "mcs-policy-sync-metrics"),
         ],
         // Karmada's own namespace in its host cluster.
         foreign_namespaces: &["karmada-system"],

@@ -235,6 +235,8 @@ fn namespaced_objects_of_the_server_live_in_its_namespace() {
         "Namespace",
         "ClusterRole",
         "ClusterRoleBinding",
+        "ValidatingWebhookConfiguration",
+        "MutatingWebhookConfiguration",
         "Kustomization",
     ];
     for (file, doc) in webhook_objects() {
@@ -263,7 +265,8 @@ fn the_deployment_runs_two_replicas_of_serve_with_the_expected_arguments() {
     let args = strings(&c["args"]);
     assert_eq!(args[0], "serve");
     let expected = [
-        ("--listen", "0.0.0.0:8443"),
+        // Every address of the pod, IPv6 and IPv4.
+        ("--listen", ":8443"),
         ("--tls-cert", "/etc/mcs-policy/tls/tls.crt"),
         ("--tls-key", "/etc/mcs-policy/tls/tls.key"),
         ("--policy", "karmada-compatible"),
@@ -350,7 +353,8 @@ fn the_pods_run_non_root_read_only_without_privileges_or_capabilities() {
             .unwrap_or(Value::Null)
     };
     assert_eq!(effective("runAsNonRoot"), true);
-    assert_eq!(effective("runAsUser"), 65532);
+    // No fixed UID: the image's USER (65532), or the one OpenShift's restricted SCC assigns.
+    assert_eq!(effective("runAsUser"), Value::Null);
     assert_eq!(effective("seccompProfile")["type"], "RuntimeDefault");
     assert_eq!(sc["readOnlyRootFilesystem"], true);
     assert_eq!(sc["allowPrivilegeEscalation"], false);
@@ -685,7 +689,10 @@ fn in_members_it_gets_exactly_the_upstream_apis_rules_and_the_derived_services_p
         .into_iter()
         .map(|d| ("member/rbac.yaml".to_string(), d))
         .collect();
-    let got = grants(&objects, "mcs-policy-sync");
+    // The member identity's own name: not the hub's mcs-policy-sync, so that a hub can also be
+    // a member (both releases in one cluster).
+    let got = grants(&objects, "mcs-policy-member");
+    assert!(grants(&objects, "mcs-policy-sync").is_empty());
     let upstream: BTreeSet<_> = got
         .iter()
         .filter(|(_, group, _, _)| group == "multicluster.x-k8s.io" || group == "about.k8s.io")
@@ -1094,16 +1101,33 @@ fn the_self_managed_server_gets_its_token_and_exactly_the_rights_of_its_certific
         ),
         (s(NAMESPACE), s("secrets"), vec![], vec![s("create")]),
     ]);
+    // The configurations are the installation's (configurations.yaml): the server reads them
+    // and patches its CA in, by name; it never creates or deletes one.
     for resource in configurations {
         want.insert((
             s("*"),
             s(resource),
             vec![s("mcs-policy")],
-            vec![s("delete"), s("get"), s("update")],
+            vec![s("get"), s("patch")],
         ));
-        want.insert((s("*"), s(resource), vec![], vec![s("create")]));
     }
     assert_eq!(self_managed_rules(), want);
+    for kind in [
+        "ValidatingWebhookConfiguration",
+        "MutatingWebhookConfiguration",
+    ] {
+        let config = find(kind);
+        for webhook in config["webhooks"].as_array().unwrap() {
+            let client = &webhook["clientConfig"];
+            assert!(
+                client.get("caBundle").is_none(),
+                "{kind}: the server patches its CA in: {client}"
+            );
+            assert_eq!(client["service"]["name"], SERVICE, "{kind}");
+            assert_eq!(client["service"]["namespace"], NAMESPACE, "{kind}");
+            assert_eq!(webhook["failurePolicy"], "Fail", "{kind}");
+        }
+    }
 }
 
 fn dockerfile_stages(text: &str) -> Vec<Vec<(String, String)>> {

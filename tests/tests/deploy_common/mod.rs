@@ -156,8 +156,9 @@ pub fn check_valid_objects(label: &str, objects: &[Value]) {
                 );
                 continue;
             }
-            // cert-manager's kinds: not Kubernetes types.
+            // cert-manager's and the Prometheus Operator's kinds: not Kubernetes types.
             ("cert-manager.io/v1", "Issuer" | "Certificate") => continue,
+            ("monitoring.coreos.com/v1", "ServiceMonitor") => continue,
             (version, kind) => panic!("{label}: no check for {version} {kind}"),
         };
         let back = back
@@ -278,7 +279,9 @@ pub fn container(w: &Value) -> &Value {
 /// one of its `env` entries: a value, or the Pod's namespace (`fieldRef` `metadata.namespace`).
 pub fn expanded_args(w: &Value) -> Vec<String> {
     let c = container(w);
-    let env: BTreeMap<&str, String> = c["env"]
+    // Variables the kubelet fills from elsewhere (another field, a Secret) have no value here:
+    // an argument may not use them.
+    let env: BTreeMap<&str, Option<String>> = c["env"]
         .as_array()
         .into_iter()
         .flatten()
@@ -286,9 +289,9 @@ pub fn expanded_args(w: &Value) -> Vec<String> {
             let name = e["name"].as_str().unwrap();
             let field = &e["valueFrom"]["fieldRef"]["fieldPath"];
             let value = match e["value"].as_str() {
-                Some(value) => value.to_string(),
-                None if field == "metadata.namespace" => id(w).1,
-                None => panic!("env {name}: a value or the Pod's namespace"),
+                Some(value) => Some(value.to_string()),
+                None if field == "metadata.namespace" => Some(id(w).1),
+                None => None,
             };
             (name, value)
         })
@@ -302,7 +305,9 @@ pub fn expanded_args(w: &Value) -> Vec<String> {
                 let name = &arg[start + 2..end];
                 let value = env
                     .get(name)
-                    .unwrap_or_else(|| panic!("{arg}: ${name} is not in the container's env"));
+                    .unwrap_or_else(|| panic!("{arg}: ${name} is not in the container's env"))
+                    .as_deref()
+                    .unwrap_or_else(|| panic!("{arg}: ${name}: a value or the Pod's namespace"));
                 arg.replace_range(start..=end, value);
             }
             arg
@@ -387,7 +392,8 @@ pub fn check_mounts(label: &str, w: &Value) {
     }
 }
 
-/// The probes ask /readyz and /healthz on the port `serve` or `sync` serves them.
+/// The probes ask /readyz and /healthz on the port `serve` or `sync` serves them, and a startup
+/// probe (/healthz) gives a slow start a minute before the liveness probe counts.
 pub fn check_probes(label: &str, d: &Value) {
     let c = container(d);
     let args = expanded_args(d);
@@ -404,7 +410,11 @@ pub fn check_probes(label: &str, d: &Value) {
         .iter()
         .find(|p| p["containerPort"] == port)
         .unwrap_or_else(|| panic!("{label}: port {port} is declared"));
-    for (probe, path) in [("readinessProbe", "/readyz"), ("livenessProbe", "/healthz")] {
+    for (probe, path) in [
+        ("readinessProbe", "/readyz"),
+        ("livenessProbe", "/healthz"),
+        ("startupProbe", "/healthz"),
+    ] {
         let get = &c[probe]["httpGet"];
         assert_eq!(get["path"], path, "{label}: {probe}");
         assert_eq!(get["scheme"], scheme, "{label}: {probe}");
@@ -414,6 +424,19 @@ pub fn check_probes(label: &str, d: &Value) {
             get["port"]
         );
     }
+    let startup = &c["startupProbe"];
+    let patience = startup["periodSeconds"].as_u64().expect("periodSeconds")
+        * startup["failureThreshold"]
+            .as_u64()
+            .expect("failureThreshold");
+    assert!(
+        patience >= 60,
+        "{label}: the startup probe waits a minute ({patience}s)"
+    );
+    assert!(
+        c["livenessProbe"].get("initialDelaySeconds").is_none(),
+        "{label}: the startup probe, not a delay, holds the liveness probe back"
+    );
 }
 
 /// The pod of a Deployment or Job meets the restricted Pod Security Standard.
@@ -427,7 +450,9 @@ pub fn check_restricted(label: &str, w: &Value) {
         Some(&Value::Bool(true)),
         "{label}"
     );
-    assert_eq!(effective("runAsUser"), Some(&Value::from(65532)), "{label}");
+    // No user: the image's USER (65532) runs, or the one OpenShift assigns.
+    assert_eq!(effective("runAsUser"), None, "{label}: no fixed UID");
+    assert_eq!(pod["securityContext"].get("fsGroup"), None, "{label}");
     assert_eq!(
         effective("seccompProfile").map(|p| &p["type"]),
         Some(&Value::from("RuntimeDefault")),

@@ -57,46 +57,93 @@ https://{{ .Values.webhook.serviceName }}.{{ include "mcs-policy.hostNamespace" 
 /etc/kubeconfig
 {{- end }}
 
+{{/* The pods' securityContext (podSecurityContext), restricted by default, no user. */}}
 {{- define "mcs-policy.podSecurityContext" -}}
-runAsNonRoot: true
-runAsUser: 65532
-runAsGroup: 65532
-fsGroup: 65532
-seccompProfile:
-  type: RuntimeDefault
+{{ toYaml .Values.podSecurityContext }}
 {{- end }}
 
+{{/* The containers' securityContext (securityContext), restricted by default, no user. */}}
 {{- define "mcs-policy.containerSecurityContext" -}}
-runAsNonRoot: true
-runAsUser: 65532
-runAsGroup: 65532
-readOnlyRootFilesystem: true
-allowPrivilegeEscalation: false
-capabilities:
-  drop: ["ALL"]
-seccompProfile:
-  type: RuntimeDefault
+{{ toYaml .Values.securityContext }}
 {{- end }}
 
-{{/* nodeSelector, tolerations, priorityClassName and pull secrets of every pod. */}}
+{{/* The metadata of a component's pods: (dict "root" $ "component" "webhook"). Labels: the
+     release-wide podLabels, the component's, then the chart's (which win); annotations: the
+     release-wide podAnnotations, then the component's. */}}
+{{- define "mcs-policy.podMetadata" -}}
+{{- $c := index .root.Values .component }}
+{{- $labels := merge (include "mcs-policy.labels" . | fromYaml) (deepCopy ($c.podLabels | default dict)) (deepCopy (.root.Values.podLabels | default dict)) }}
+{{- $annotations := merge (deepCopy ($c.podAnnotations | default dict)) (deepCopy (.root.Values.podAnnotations | default dict)) }}
+{{- if and (eq .component "sync") .root.Values.sync.members.kubeconfig }}
+{{- /* A changed members' kubeconfig restarts the pods, which read it at start. */}}
+{{- $_ := set $annotations "checksum/members-kubeconfig" (sha256sum .root.Values.sync.members.kubeconfig) }}
+{{- end }}
+labels:
+  {{- toYaml $labels | nindent 2 }}
+{{- with $annotations }}
+annotations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end }}
+
+{{/* Scheduling of a component's pods: (dict "root" $ "component" "webhook"). The component's
+     nodeSelector, tolerations, priorityClassName when set, else the release-wide ones; its
+     affinity and topologySpreadConstraints when set, else the chart's (one pod per node
+     preferred; the webhook spread over zones); the pull secrets. */}}
 {{- define "mcs-policy.scheduling" -}}
-{{- with .Values.nodeSelector }}
+{{- $v := .root.Values }}
+{{- $c := index $v .component }}
+{{- with $c.nodeSelector | default $v.nodeSelector }}
 nodeSelector:
   {{- toYaml . | nindent 2 }}
 {{- end }}
-{{- with .Values.tolerations }}
+{{- with $c.tolerations | default $v.tolerations }}
 tolerations:
   {{- toYaml . | nindent 2 }}
 {{- end }}
-{{- with .Values.priorityClassName }}
+{{- with $c.priorityClassName | default $v.priorityClassName }}
 priorityClassName: {{ . }}
 {{- end }}
-{{- with .Values.image.pullSecrets }}
+{{- with $v.image.pullSecrets }}
 imagePullSecrets:
   {{- range . }}
   - name: {{ . }}
   {{- end }}
 {{- end }}
+affinity:
+{{- if $c.affinity }}
+  {{- toYaml $c.affinity | nindent 2 }}
+{{- else }}
+  podAntiAffinity:
+    preferredDuringSchedulingIgnoredDuringExecution:
+      - weight: 100
+        podAffinityTerm:
+          topologyKey: kubernetes.io/hostname
+          labelSelector:
+            matchLabels:
+              {{- include "mcs-policy.selector" .component | nindent 14 }}
+{{- end }}
+{{- if $c.topologySpreadConstraints }}
+topologySpreadConstraints:
+  {{- toYaml $c.topologySpreadConstraints | nindent 2 }}
+{{- else if eq .component "webhook" }}
+topologySpreadConstraints:
+  - maxSkew: 1
+    topologyKey: topology.kubernetes.io/zone
+    whenUnsatisfiable: ScheduleAnyway
+    labelSelector:
+      matchLabels:
+        {{- include "mcs-policy.selector" .component | nindent 8 }}
+{{- end }}
+{{- end }}
+
+{{/* "true" when the ValidatingWebhookConfiguration has the ServiceExport webhook:
+     webhook.serviceExports.enabled, or when it is not set, on with target cluster and off with
+     target karmada-apiserver. */}}
+{{- define "mcs-policy.serviceExports" -}}
+{{- $set := .Values.webhook.serviceExports.enabled }}
+{{- if kindIs "bool" $set }}{{ if $set }}true{{ end }}
+{{- else if ne .Values.target "karmada-apiserver" }}true{{ end -}}
 {{- end }}
 
 {{/* The kubeconfig Secret volume of Karmada mode. */}}
@@ -104,7 +151,7 @@ imagePullSecrets:
 - name: karmada-kubeconfig
   secret:
     secretName: {{ .Values.karmada.kubeconfigSecret.name }}
-    defaultMode: 288 # 0440: owner and group (fsGroup 65532) read, nothing else
+    defaultMode: 292 # 0444: read-only, readable whatever UID the pod runs as
 {{- end }}
 
 {{- define "mcs-policy.karmadaKubeconfigMount" -}}
@@ -129,4 +176,38 @@ imagePullSecrets:
 {{- if and (eq .Values.target "cluster") (not .Values.webhook.enabled) (not .Values.sync.enabled) }}
 {{- fail "webhook.enabled and sync.enabled are both false: nothing to install" }}
 {{- end }}
+{{- end }}
+
+{{/* The self-managed webhook server's rights on the two webhook configurations the chart
+     renders, in the API server that holds them: read and patch (its CA into caBundle), by
+     name. Never create or delete: the chart owns them. */}}
+{{- define "mcs-policy.webhookConfigurationsRBAC" -}}
+# The two webhook configurations the chart renders: read and patched (the CA in caBundle) by
+# name, nothing else; Helm creates and deletes them.
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: mcs-policy-webhook-configurations
+  labels:
+    {{- include "mcs-policy.labels" (dict "root" . "component" "webhook") | nindent 4 }}
+rules:
+  - apiGroups: ["admissionregistration.k8s.io"]
+    resources: ["validatingwebhookconfigurations", "mutatingwebhookconfigurations"]
+    resourceNames: [{{ .Values.webhook.configurationName | quote }}]
+    verbs: ["get", "patch"]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: mcs-policy-webhook-configurations
+  labels:
+    {{- include "mcs-policy.labels" (dict "root" . "component" "webhook") | nindent 4 }}
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: mcs-policy-webhook-configurations
+subjects:
+  - kind: ServiceAccount
+    name: mcs-policy
+    namespace: {{ .Release.Namespace }}
 {{- end }}
