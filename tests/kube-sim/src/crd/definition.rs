@@ -240,7 +240,9 @@ pub fn resource_types(crd: &Value) -> Result<Vec<ResourceType>, ApiError> {
     let mut schema_errors = Vec::new();
     // The internal version the apiserver validates lifts a schema every version shares to
     // `spec.validation`, and names it so in errors.
-    let shared = versions.iter().all(|v| v["schema"] == versions[0]["schema"]);
+    let shared = versions
+        .iter()
+        .all(|v| v["schema"] == versions[0]["schema"]);
     for (i, version) in versions.iter().enumerate() {
         let schema = &version["schema"]["openAPIV3Schema"];
         if schema.is_object() {
@@ -444,12 +446,78 @@ mod tests {
         let mut updated = crd();
         updated["spec"]["versions"][0]["storage"] = json!(false);
         updated["spec"]["versions"][1]["storage"] = json!(true);
-        prepare(&mut updated, &established).unwrap();
+        let mut live = crd();
+        live["status"] = established.clone();
+        prepare(&mut updated, &live).unwrap();
         assert_eq!(updated["status"]["conditions"], established["conditions"]);
         assert_eq!(
             updated["status"]["storedVersions"],
             json!(["v1alpha1", "v1alpha0"])
         );
+    }
+
+    fn cluster_property_crd(annotation: Option<&str>) -> Value {
+        let mut crd = json!({
+            "metadata": {"name": "clusterproperties.about.k8s.io"},
+            "spec": {
+                "group": "about.k8s.io",
+                "names": {"plural": "clusterproperties", "kind": "ClusterProperty"},
+                "scope": "Cluster",
+                "versions": [{"name": "v1beta1", "served": true, "storage": true}],
+            },
+        });
+        if let Some(value) = annotation {
+            crd["metadata"]["annotations"] = json!({API_APPROVED: value});
+        }
+        crd
+    }
+
+    #[test]
+    fn protected_groups_need_the_approval_annotation() {
+        assert!(is_protected_group("about.k8s.io") && is_protected_group("kubernetes.io"));
+        assert!(!is_protected_group("multicluster.x-k8s.io"));
+        let error = prepare(&mut cluster_property_crd(None), &Value::Null).unwrap_err();
+        assert_eq!(
+            error.message,
+            "CustomResourceDefinition.apiextensions.k8s.io \"clusterproperties.about.k8s.io\" is invalid: metadata.annotations[api-approved.kubernetes.io]: Required value: protected groups must have approval annotation \"api-approved.kubernetes.io\", see https://github.com/kubernetes/enhancements/pull/1111"
+        );
+        let error = prepare(&mut cluster_property_crd(Some("yes")), &Value::Null).unwrap_err();
+        assert!(
+            error.message.contains("Invalid value: \"yes\""),
+            "{}",
+            error.message
+        );
+        for fine in [
+            "https://github.com/kubernetes/enhancements/pull/3084",
+            "unapproved, testing",
+        ] {
+            prepare(&mut cluster_property_crd(Some(fine)), &Value::Null).unwrap();
+        }
+        // An update that leaves the (missing) approval as it was is not refused.
+        let live = cluster_property_crd(None);
+        prepare(&mut cluster_property_crd(None), &live).unwrap();
+    }
+
+    #[test]
+    fn protected_crds_get_the_approval_condition() {
+        let url = "https://github.com/kubernetes/enhancements/pull/3084";
+        let status = established_status(&cluster_property_crd(Some(url)), &Value::Null, "t");
+        assert_eq!(
+            status["conditions"][2],
+            json!({"type": "KubernetesAPIApprovalPolicyConformant", "status": "True",
+                "lastTransitionTime": "t", "reason": "ApprovedAnnotation",
+                "message": format!("approved in {url}")})
+        );
+        let status = established_status(&crd(), &Value::Null, "t");
+        assert_eq!(status["conditions"].as_array().unwrap().len(), 2);
+    }
+
+    #[test]
+    fn deleting_marks_the_crd_terminating_with_the_cleanup_finalizer() {
+        let marked = terminate(&crd(), "t");
+        assert_eq!(marked["metadata"]["deletionTimestamp"], "t");
+        assert_eq!(marked["metadata"]["finalizers"], json!([CLEANUP_FINALIZER]));
+        assert_eq!(marked["status"]["conditions"][0]["type"], "Terminating");
     }
 
     #[test]

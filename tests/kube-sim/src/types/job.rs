@@ -388,7 +388,8 @@ pub fn validate_status_update(new: &Value, old: &Value) -> ErrorList {
             ));
         }
     }
-    let (completion, old_completion) = (&status["completionTime"], &old["status"]["completionTime"]);
+    let (completion, old_completion) =
+        (&status["completionTime"], &old["status"]["completionTime"]);
     if !completion.is_null() && !old_completion.is_null() && completion != old_completion {
         errors.push(FieldError::invalid(
             "status.completionTime",

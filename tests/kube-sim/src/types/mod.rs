@@ -161,7 +161,9 @@ pub fn prepare_create(store: &Store, rt: &ResourceType, obj: &mut Value) -> Resu
             errors.extend(secret::validate(obj));
             refuse(rt, obj, &errors)?;
             refuse(rt, obj, &meta::validate_path_segment(obj))?;
-            secret::warnings(obj).into_iter().for_each(crate::warning::add);
+            secret::warnings(obj)
+                .into_iter()
+                .for_each(crate::warning::add);
             return Ok(());
         }
         Some(Builtin::Job) => {
@@ -212,7 +214,9 @@ pub fn prepare_update(
             let mut errors = meta::validate_update(new, old, true);
             errors.extend(secret::validate_update(new, old));
             refuse(rt, new, &errors)?;
-            secret::warnings(new).into_iter().for_each(crate::warning::add);
+            secret::warnings(new)
+                .into_iter()
+                .for_each(crate::warning::add);
             Ok(())
         }
         Some(Builtin::Job) => {

@@ -153,7 +153,10 @@ fn key_pair_error(cert: &str, key: &str) -> Option<String> {
         });
     }
     let key_blocks = pem_block_types(key);
-    if key_blocks.iter().any(|t| t == "PRIVATE KEY" || t.ends_with(" PRIVATE KEY")) {
+    if key_blocks
+        .iter()
+        .any(|t| t == "PRIVATE KEY" || t.ends_with(" PRIVATE KEY"))
+    {
         return None;
     }
     Some(if key_blocks.is_empty() {
