@@ -10,9 +10,9 @@ use futures::StreamExt;
 use futures::stream::FuturesUnordered;
 use tokio::time::Instant;
 
-use super::Listener;
 use super::groups::Fill;
 use super::kept::Cached;
+use super::listener::Listener;
 use super::store::Store;
 
 /// Fills of one store running at once, at most.

@@ -23,15 +23,12 @@
 //! write only when it carries the resourceVersion that write returned (for a deletion: the
 //! DELETED event of the uid deleted). While a write is in flight ([`Store::writing`]) its
 //! answer is not known yet, so the events of its object are held back; the answer
-//! ([`Writing::wrote`], [`Writing::deleted`], [`Writing::abandoned`]; [`super::writes`]) tells whether any of them
-//! was someone else's, and the writer then triggers a pass. A deletion of the written object
+//! ([`super::writes::Writing`]) tells whether any of them was someone else's, and the writer
+//! then triggers a pass. A deletion of the written object
 //! seen before or after the answer wins over the write: it is never laid over the store.
 //!
 //! This file is the map and the watch's side of it; the own writes are [`super::overlay`], the
 //! writes' side [`super::writes`], a scoped store's side [`super::scoped`].
-
-#[cfg(doc)]
-use super::writes::Writing;
 
 use std::sync::{Arc, RwLock};
 use std::time::Instant;
