@@ -1097,8 +1097,12 @@ async fn live(settings: &Settings, bin: &Path, label: &str) -> LiveRow {
     let mut missing = expected_copies(&fleet, &all);
     let mut left: usize = missing.iter().map(HashSet::len).sum();
     let mut events = fleet.watch_copies(ns).await;
-    // The last MCS by name: the backlog serves the MCSs in name order.
-    let changed = all.last().expect("at least one MCS");
+    // The MCS the backlog reaches last: it serves the MCSs in `namespace/name` order (all are
+    // in `ns`), whatever order they were created in (`svc-10000` sorts before `svc-9999`).
+    let changed = all
+        .iter()
+        .max_by(|a, b| a.name.cmp(&b.name))
+        .expect("at least one MCS");
     let slice = format!("{}-a", changed.name);
     let copy = copy_name(&fleet, changed.provider, &slice);
     let new_address = address(2_000_000);
