@@ -10,6 +10,7 @@ mod kubectl;
 mod lists;
 mod mcs_api;
 mod patch;
+mod refusals;
 mod requests;
 mod services;
 mod support;
