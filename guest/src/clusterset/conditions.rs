@@ -12,6 +12,12 @@ use super::resolve::describe;
 pub const VALID: &str = "Valid";
 pub const READY: &str = "Ready";
 pub const CONFLICT: &str = "Conflict";
+/// `Valid=True`: entries of the exported labels or annotations are not valid and left out.
+pub const INVALID_EXPORTED_METADATA: &str = "InvalidExportedMetadata";
+/// At most this much of a message lists what was left out.
+const MESSAGE_MAX: usize = 4096;
+/// `Valid=False`: the member shares its cluster id with another.
+pub const DUPLICATE_CLUSTER_ID: &str = "DuplicateClusterID";
 
 /// What the pass concluded about the exports of one name.
 #[derive(Clone, Copy, Debug)]
@@ -73,6 +79,15 @@ fn wanted(export: &Export, outcome: &Outcome<'_>, imported: bool) -> Vec<Conditi
                 condition(READY, false, "Failed", message),
             ]
         }
+        Validity::DuplicateClusterId(why) => {
+            let message = format!(
+                "{why}, so this export is not imported (what it exported before stays) until the ids differ"
+            );
+            vec![
+                condition(VALID, false, DUPLICATE_CLUSTER_ID, message.clone()),
+                condition(READY, false, "Failed", message),
+            ]
+        }
         Validity::Valid(_) => {
             let conflict = match outcome.conflicts.first() {
                 None => condition(
@@ -126,11 +141,21 @@ fn wanted(export: &Export, outcome: &Outcome<'_>, imported: bool) -> Vec<Conditi
                     ),
                 )
             };
-            vec![
-                condition(VALID, true, "Valid", format!("{service} can be exported")),
-                ready,
-                conflict,
-            ]
+            let valid = if export.skipped.is_empty() {
+                condition(VALID, true, "Valid", format!("{service} can be exported"))
+            } else {
+                // Exported all the same; what was left out says why.
+                condition(
+                    VALID,
+                    true,
+                    INVALID_EXPORTED_METADATA,
+                    format!(
+                        "{service} can be exported; exported labels or annotations left out: {}",
+                        crate::sync::status::join_bounded(&export.skipped, MESSAGE_MAX)
+                    ),
+                )
+            };
+            vec![valid, ready, conflict]
         }
     }
 }

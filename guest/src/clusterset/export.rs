@@ -6,6 +6,9 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
+use crate::FieldError;
+use crate::field::BadValue;
+use crate::names;
 use crate::time::Timestamp;
 
 /// `spec.clusterIP` of a headless Service.
@@ -53,6 +56,8 @@ pub enum Validity {
     NoService,
     /// The Service is of a type that cannot be exported (`ExternalName`).
     InvalidServiceType(String),
+    /// The member shares its cluster id with another member: the text names them.
+    DuplicateClusterId(String),
 }
 
 /// A member's ServiceExport, as the rules read it.
@@ -67,6 +72,9 @@ pub struct Export {
     /// `status.conditions` as read.
     pub conditions: Vec<Value>,
     pub validity: Validity,
+    /// Why entries of `spec.exportedLabels` or `spec.exportedAnnotations` were left out (the
+    /// Kubernetes rules for labels and annotations), one field error each.
+    pub skipped: Vec<String>,
 }
 
 /// Parses JSON text as an object, naming `what` in the error.
@@ -106,13 +114,20 @@ pub fn read(export: &str, service: Option<&str>) -> Result<Export, String> {
         ),
         None => None,
     };
+    let (labels, mut skipped) = exported_labels(map_at(&export, "/spec/exportedLabels"));
+    let (annotations, more) = exported_annotations(map_at(&export, "/spec/exportedAnnotations"));
+    skipped.extend(more);
     let validity = match service {
         None => Validity::NoService,
         Some(text) => {
             let service = object(text, "the Service")?;
             match str_at(&service, "/spec/type") {
                 Some(t @ "ExternalName") => Validity::InvalidServiceType(t.to_string()),
-                _ => Validity::Valid(Box::new(properties(&export, &service))),
+                _ => Validity::Valid(Box::new(Properties {
+                    exported_labels: labels,
+                    exported_annotations: annotations,
+                    ..properties(&service)
+                })),
             }
         }
     };
@@ -130,7 +145,62 @@ pub fn read(export: &str, service: Option<&str>) -> Result<Export, String> {
             .cloned()
             .unwrap_or_default(),
         validity,
+        skipped,
     })
+}
+
+/// The exported labels that are valid labels (key a qualified name, value a label value), and
+/// a field error for each one left out.
+pub fn exported_labels(
+    labels: BTreeMap<String, String>,
+) -> (BTreeMap<String, String>, Vec<String>) {
+    const PATH: &str = "spec.exportedLabels";
+    let mut skipped = Vec::new();
+    let kept = labels
+        .into_iter()
+        .filter(|(k, v)| {
+            let errs: Vec<FieldError> = names::qualified_name(k)
+                .into_iter()
+                .map(|m| FieldError::invalid(PATH, BadValue::Str(k.clone()), m))
+                .chain(
+                    names::label_value(v)
+                        .into_iter()
+                        .map(|m| FieldError::invalid(PATH, BadValue::Str(v.clone()), m)),
+                )
+                .collect();
+            skipped.extend(errs.iter().map(FieldError::render));
+            errs.is_empty()
+        })
+        .collect();
+    (kept, skipped)
+}
+
+/// The exported annotations whose keys are valid (a qualified name, case aside), all of them
+/// left out when they exceed 256 KiB together, and a field error for each one left out.
+pub fn exported_annotations(
+    annotations: BTreeMap<String, String>,
+) -> (BTreeMap<String, String>, Vec<String>) {
+    const PATH: &str = "spec.exportedAnnotations";
+    const TOTAL_MAX: usize = 256 * 1024;
+    let mut skipped = Vec::new();
+    let kept: BTreeMap<String, String> = annotations
+        .into_iter()
+        .filter(|(k, _)| {
+            let errs: Vec<String> = names::qualified_name(&k.to_lowercase())
+                .into_iter()
+                .map(|m| FieldError::invalid(PATH, BadValue::Str(k.clone()), m).render())
+                .collect();
+            let ok = errs.is_empty();
+            skipped.extend(errs);
+            ok
+        })
+        .collect();
+    let total: usize = kept.iter().map(|(k, v)| k.len() + v.len()).sum();
+    if total > TOTAL_MAX {
+        skipped.push(FieldError::too_long_bytes(PATH, TOTAL_MAX).render());
+        return (BTreeMap::new(), skipped);
+    }
+    (kept, skipped)
 }
 
 /// The ports of a `spec` (a Service's or a ServiceImport's), normalised.
@@ -151,7 +221,7 @@ pub fn ports(spec: &Value) -> Vec<Port> {
         .unwrap_or_default()
 }
 
-fn properties(export: &Value, service: &Value) -> Properties {
+fn properties(service: &Value) -> Properties {
     let spec = service.get("spec").cloned().unwrap_or(Value::Null);
     let session_affinity = str_at(&spec, "/sessionAffinity")
         .unwrap_or("None")
@@ -172,7 +242,7 @@ fn properties(export: &Value, service: &Value) -> Properties {
             .unwrap_or("Cluster")
             .to_string(),
         traffic_distribution: str_at(&spec, "/trafficDistribution").map(str::to_string),
-        exported_labels: map_at(export, "/spec/exportedLabels"),
-        exported_annotations: map_at(export, "/spec/exportedAnnotations"),
+        exported_labels: BTreeMap::new(),
+        exported_annotations: BTreeMap::new(),
     }
 }

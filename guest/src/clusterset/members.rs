@@ -4,7 +4,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
-use super::export::{self, Export};
+use super::export::{self, Export, Validity};
 use super::{import, slices};
 use crate::names;
 use crate::{ClustersetMemberState, ClustersetRead, EndpointSlice, ImportedSlice};
@@ -30,38 +30,56 @@ pub struct Member<'a> {
     pub seen: Seen<'a>,
 }
 
+/// The longest cluster id (KEP-2149).
+pub const CLUSTER_ID_MAX: usize = 128;
+
 /// A member's cluster id: its `cluster.clusterset.k8s.io` ClusterProperty when that is a valid
-/// DNS-1123 label (it labels slices), else its name.
+/// DNS-1123 subdomain of at most 128 characters (KEP-2149), else its name.
 pub fn cluster_id(cluster: &str, property: Option<&str>) -> String {
     match property {
-        Some(p) if names::dns1123_label(p).is_empty() => p.to_string(),
+        Some(p) if p.len() <= CLUSTER_ID_MAX && names::dns1123_subdomain(p).is_empty() => {
+            p.to_string()
+        }
         _ => cluster.to_string(),
     }
 }
 
-/// Every member decoded; `Err` names the member and the object that is not JSON, or the
-/// members that share a cluster id.
-pub fn read(read: &ClustersetRead) -> Result<Vec<Member<'_>>, String> {
-    let mut ids: BTreeMap<String, &str> = BTreeMap::new();
+/// Every member decoded, and the cluster ids two members or more share (those members' exports
+/// are invalid: [`Validity::DuplicateClusterId`]); `Err` names the member and the object that
+/// is not JSON.
+pub fn read(read: &ClustersetRead) -> Result<(Vec<Member<'_>>, BTreeSet<String>), String> {
+    let ids: Vec<String> = read
+        .members
+        .iter()
+        .map(|m| cluster_id(&m.cluster, m.cluster_property.as_deref()))
+        .collect();
+    let mut sharing: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for (m, id) in read.members.iter().zip(&ids) {
+        sharing.entry(id).or_default().push(&m.cluster);
+    }
+    let duplicated: BTreeSet<String> = sharing
+        .iter()
+        .filter(|(_, clusters)| clusters.len() > 1)
+        .map(|(id, _)| id.to_string())
+        .collect();
     let mut out = Vec::with_capacity(read.members.len());
-    for m in &read.members {
-        let id = cluster_id(&m.cluster, m.cluster_property.as_deref());
-        if let Some(other) = ids.insert(id.clone(), &m.cluster) {
-            return Err(format!(
-                "clusters {other} and {} share the cluster id {id}",
-                m.cluster
-            ));
-        }
+    for (m, id) in read.members.iter().zip(ids.iter().cloned()) {
         let seen = match &m.state {
             ClustersetMemberState::Unreadable(why) => Seen::Unreadable(why),
             ClustersetMemberState::Readable(o) => {
                 let ctx = |e: String| format!("cluster {}: {e}", m.cluster);
-                let export = o
+                let mut export = o
                     .service_export
                     .as_deref()
                     .map(|e| export::read(e, o.service.as_deref()))
                     .transpose()
                     .map_err(ctx)?;
+                if let Some(e) = export.as_mut().filter(|_| duplicated.contains(&id)) {
+                    e.validity = Validity::DuplicateClusterId(format!(
+                        "clusters {} share the cluster id {id}",
+                        sharing[id.as_str()].join(", ")
+                    ));
+                }
                 let import = o
                     .service_import
                     .as_deref()
@@ -89,7 +107,7 @@ pub fn read(read: &ClustersetRead) -> Result<Vec<Member<'_>>, String> {
             seen,
         });
     }
-    Ok(out)
+    Ok((out, duplicated))
 }
 
 /// The cluster ids that readable members show as exporters: listed by a ServiceImport of ours,
@@ -107,7 +125,12 @@ pub fn known_exporters(members: &[Member<'_>], namespace: &str, name: &str) -> B
             if slices::is_ours(&held.slice, namespace, name)
                 && let Some(source) = slices::source_cluster(&held.slice)
             {
-                known.insert(source.to_string());
+                // The label is the id, or its short form for an id too long for a label.
+                let id = members
+                    .iter()
+                    .find(|m| slices::source_label(&m.id) == source)
+                    .map_or(source, |m| m.id.as_str());
+                known.insert(id.to_string());
             }
         }
     }

@@ -59,7 +59,7 @@ enum Mode {
 
 /// See WIT `clusterset-decide`.
 pub fn decide(read: &ClustersetRead) -> Result<ClustersetDecision, String> {
-    let members = members::read(read)?;
+    let (members, duplicated) = members::read(read)?;
     let contributors: Vec<Contributor<'_>> = members
         .iter()
         .filter_map(|m| {
@@ -77,11 +77,13 @@ pub fn decide(read: &ClustersetRead) -> Result<ClustersetDecision, String> {
             }
         })
         .collect();
-    let unreadable: BTreeSet<String> = members
+    // What members that cannot be read, or whose id is shared, exported stays as it is.
+    let mut unreadable: BTreeSet<String> = members
         .iter()
         .filter(|m| matches!(m.seen, Seen::Unreadable(_)))
         .map(|m| m.id.clone())
         .collect();
+    unreadable.extend(duplicated.iter().cloned());
     let known = members::known_exporters(&members, &read.namespace, &read.name);
     let kept_exporters: BTreeSet<String> = unreadable.intersection(&known).cloned().collect();
 
@@ -272,6 +274,14 @@ fn member(
     }
     let writes = slices::writes(r.imported, desired, kept, ns, name);
     decision.apply_slices = writes.apply;
+    if derived_ours == Some(false) && !decision.apply_slices.is_empty() {
+        // The imported slices name the derived Service: kube-proxy would send that Service's
+        // traffic to them.
+        decision.apply_slices.clear();
+        decision.notes.push(format!(
+            "imported EndpointSlices not written: Service {ns}/{derived_name} is not ours and they would serve it"
+        ));
+    }
     decision.delete_slices = writes.delete;
     decision.notes.extend(writes.notes);
     decision

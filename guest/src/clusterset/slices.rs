@@ -22,13 +22,24 @@ fn label<'a>(labels: &'a [(String, String)], key: &str) -> Option<&'a str> {
         .map(|(_, v)| v.as_str())
 }
 
+/// The managed-by value of Kubernetes' EndpointSlice controller.
+pub const KUBERNETES_MANAGER: &str = "endpointslice-controller.k8s.io";
+/// The label (value `true`) that makes a slice another controller (or a user) manages a source
+/// slice, e.g. a selectorless Service's own slices.
+pub const SOURCE_OPT_IN_LABEL: &str = "multicluster.karmada.io/clusterset-source";
+
 /// Whether a slice an exporter holds is one of its Service's own: in the namespace, labelled with
-/// the Service's name, and not a copy (no copy's managed-by value, no source-cluster label).
+/// the Service's name, managed by Kubernetes' EndpointSlice controller or opted in
+/// ([`SOURCE_OPT_IN_LABEL`]), and not a copy (no copy's managed-by value, no source-cluster
+/// label).
 pub fn is_source(slice: &EndpointSlice, namespace: &str, name: &str) -> bool {
+    let managed_by = label(&slice.labels, MANAGED_BY_LABEL);
     slice.namespace == namespace
         && label(&slice.labels, SERVICE_NAME_LABEL) == Some(name)
+        && (managed_by == Some(KUBERNETES_MANAGER)
+            || label(&slice.labels, SOURCE_OPT_IN_LABEL) == Some("true"))
         && !matches!(
-            label(&slice.labels, MANAGED_BY_LABEL),
+            managed_by,
             Some(DISPATCH_MANAGER | IMPORT_MANAGER | CLUSTERSET_MANAGER)
         )
         && label(&slice.labels, MC_SOURCE_CLUSTER_LABEL).is_none()
@@ -56,6 +67,22 @@ pub fn name(name: &str, cluster_id: &str, source: &str) -> String {
         prefix.truncate(cut);
     }
     let prefix = prefix.trim_end_matches(['-', '.']);
+    format!("{prefix}-{hash:016x}")
+}
+
+/// The value of `multicluster.kubernetes.io/source-cluster` for a cluster id: the id when it is
+/// a valid label value (at most 63 characters), else its first 46 characters (trailing `-` and
+/// `.` trimmed), `-`, and the 16 hex digits of the FNV-1a (64-bit) hash of the whole id.
+pub fn source_label(cluster_id: &str) -> String {
+    if crate::names::label_value(cluster_id).is_empty() {
+        return cluster_id.to_string();
+    }
+    let hash = fnv1a64(cluster_id.as_bytes());
+    let mut cut = (MAX_NAME - HASH_SUFFIX_LEN).min(cluster_id.len());
+    while !cluster_id.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    let prefix = cluster_id[..cut].trim_end_matches(['-', '.']);
     format!("{prefix}-{hash:016x}")
 }
 
@@ -99,7 +126,7 @@ pub fn imported(
             (MANAGED_BY_LABEL.into(), CLUSTERSET_MANAGER.into()),
             (SERVICE_NAME_LABEL.into(), derived.into()),
             (MC_SERVICE_NAME_LABEL.into(), name_.into()),
-            (MC_SOURCE_CLUSTER_LABEL.into(), cluster_id.into()),
+            (MC_SOURCE_CLUSTER_LABEL.into(), source_label(cluster_id)),
         ],
         annotations: Vec::new(),
         address_type: source.address_type.clone(),
@@ -156,7 +183,9 @@ pub fn writes(
         if !is_ours(&h.slice, namespace, name) || wanted.contains(h.slice.name.as_str()) {
             continue;
         }
-        if label(&h.slice.labels, MC_SOURCE_CLUSTER_LABEL).is_some_and(|s| kept.contains(s)) {
+        if label(&h.slice.labels, MC_SOURCE_CLUSTER_LABEL)
+            .is_some_and(|s| kept.iter().any(|k| source_label(k) == s))
+        {
             continue;
         }
         if h.uid.is_empty() {

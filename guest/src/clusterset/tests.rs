@@ -650,16 +650,155 @@ fn the_cluster_id_is_a_valid_cluster_property_else_the_member_name() {
     assert_eq!(members::cluster_id("m1", Some("east-1")), "east-1");
     assert_eq!(members::cluster_id("m1", Some("Not_Valid")), "m1");
     assert_eq!(members::cluster_id("m1", None), "m1");
-    let mut one = member("m1", Held::default());
-    one.cluster_property = Some("m2".into());
-    let err = decide(&ClustersetRead {
-        namespace: NS.into(),
-        name: NAME.into(),
-        now: NOW.into(),
-        members: vec![one, member("m2", Held::default())],
-    })
-    .unwrap_err();
-    assert_eq!(err, "clusters m1 and m2 share the cluster id m2");
+    // KEP-2149: a DNS-1123 subdomain of at most 128 characters.
+    assert_eq!(
+        members::cluster_id("m1", Some("east-1.prod.example.com")),
+        "east-1.prod.example.com"
+    );
+    let long = format!("{}.example.com", "a".repeat(116));
+    assert_eq!(long.len(), 128);
+    assert_eq!(members::cluster_id("m1", Some(&long)), long);
+    assert_eq!(members::cluster_id("m1", Some(&format!("a{long}"))), "m1");
+}
+
+#[test]
+fn an_id_too_long_for_a_label_labels_slices_by_a_short_form_that_leads_back_to_it() {
+    let long = format!("{}example.com", "east.".repeat(20));
+    assert!(long.len() > 63 && long.len() <= 128);
+    let short = slices::source_label(&long);
+    assert!(short.len() <= 63, "{short}");
+    assert!(crate::names::label_value(&short).is_empty(), "{short}");
+    assert_eq!(
+        slices::source_label("east-1.example.com"),
+        "east-1.example.com"
+    );
+
+    let a = exporter(
+        "2026-11-01T00:00:00Z",
+        service(&[("http", 80, "TCP")], false),
+        vec![slice("web-a", "10.0.0.1")],
+    );
+    let mut ma = member("a", a.clone());
+    ma.cluster_property = Some(long.clone());
+    let first = pass(vec![ma, member("c", Held::default())]);
+    assert_eq!(first.exporters, [long.clone()]);
+    let s = &first.members[1].apply_slices[0];
+    assert_eq!(
+        label(s, "multicluster.kubernetes.io/source-cluster"),
+        Some(short.as_str())
+    );
+    let c = after(Held::default(), &first.members[1], "10.200.0.1");
+    assert_eq!(
+        import::status_clusters(c.import.as_ref().unwrap()),
+        [long.clone()]
+    );
+
+    // a cannot be read: c's slice from it stays and the import still lists the whole id.
+    let mut gone = unreadable("a");
+    gone.cluster_property = Some(long);
+    let d = pass(vec![gone, member("c", c)]);
+    let c_decision = &d.members[1];
+    assert!(
+        c_decision.delete_slices.is_empty(),
+        "{:?}",
+        c_decision.delete_slices
+    );
+    assert_eq!(c_decision.service_import, ObjectWrite::Leave);
+    assert!(c_decision.service_import_status.is_none());
+}
+
+#[test]
+fn members_sharing_an_id_have_invalid_exports_and_the_rest_of_the_clusterset_is_served() {
+    let a = exporter(
+        "2026-11-01T00:00:00Z",
+        service(&[("http", 80, "TCP")], false),
+        vec![slice("web-a", "10.0.0.1")],
+    );
+    let b = exporter(
+        "2026-11-02T00:00:00Z",
+        service(&[("http", 80, "TCP")], false),
+        vec![slice("web-b", "10.1.0.1")],
+    );
+    let c = Held::default();
+    let first = pass(vec![
+        member("a", a.clone()),
+        member("b", b.clone()),
+        member("c", c.clone()),
+    ]);
+    let a = after(a, &first.members[0], "10.100.0.1");
+    let b = after(b, &first.members[1], "10.150.0.1");
+    let c = after(c, &first.members[2], "10.200.0.1");
+    assert_eq!(c.imported.len(), 2);
+
+    // b's ClusterProperty now says "a", the id of member a: neither a's nor b's export counts,
+    // but nothing they exported goes, and c is still served by a third exporter.
+    let x = exporter(
+        "2026-11-03T00:00:00Z",
+        service(&[("http", 80, "TCP")], false),
+        vec![slice("web-x", "10.3.0.1")],
+    );
+    let mut mb = member("b", b);
+    mb.cluster_property = Some("a".into());
+    let d = pass(vec![member("a", a), mb, member("c", c), member("x", x)]);
+    assert_eq!(d.exporters, ["x"]);
+    for m in &d.members[..2] {
+        let conds = conditions(m);
+        let valid = condition(&conds, "Valid");
+        assert_eq!(valid["status"], "False", "{}", m.cluster);
+        assert_eq!(valid["reason"], "DuplicateClusterID");
+        assert!(
+            valid["message"].as_str().unwrap().contains("a, b"),
+            "{valid}"
+        );
+        assert_eq!(condition(&conds, "Ready")["status"], "False");
+    }
+    let c_decision = &d.members[2];
+    let deleted: Vec<&str> = c_decision
+        .delete_slices
+        .iter()
+        .map(|p| p.name.as_str())
+        .collect();
+    assert_eq!(
+        deleted,
+        [slices::name(NAME, "b", "web-b")],
+        "a's slices stay; b's under its former id go, as with any change of id"
+    );
+    assert_eq!(c_decision.apply_slices.len(), 1, "x's slice arrives");
+    let status: Value =
+        serde_json::from_str(c_decision.service_import_status.as_deref().unwrap()).unwrap();
+    assert_eq!(
+        status["status"]["clusters"],
+        json!([{"cluster": "a"}, {"cluster": "x"}]),
+        "a stays listed; b and a are one id"
+    );
+    for m in &d.members {
+        assert!(
+            !matches!(m.service_import, ObjectWrite::Delete(_)),
+            "{}: nothing is withdrawn",
+            m.cluster
+        );
+    }
+}
+
+#[test]
+fn when_only_members_sharing_an_id_export_nothing_is_withdrawn() {
+    let a = exporter(
+        "2026-11-01T00:00:00Z",
+        service(&[("http", 80, "TCP")], false),
+        vec![slice("web-a", "10.0.0.1")],
+    );
+    let c = Held::default();
+    let first = pass(vec![member("a", a.clone()), member("c", c.clone())]);
+    let a = after(a, &first.members[0], "10.100.0.1");
+    let c = after(c, &first.members[1], "10.200.0.1");
+    let mut mc = member("c", c);
+    mc.cluster_property = Some("a".into());
+    let d = pass(vec![member("a", a), mc]);
+    for m in &d.members {
+        assert_eq!(m.service_import, ObjectWrite::Leave, "{}", m.cluster);
+        assert_eq!(m.derived_service, ObjectWrite::Leave, "{}", m.cluster);
+        assert!(m.delete_slices.is_empty(), "{}", m.cluster);
+    }
 }
 
 #[test]
@@ -1029,4 +1168,95 @@ fn the_conflict_message_names_every_reason() {
         }
         assert!(message.contains("from cluster a"), "{message}");
     }
+}
+
+#[test]
+fn invalid_exported_labels_and_annotations_are_left_out_and_reported_on_the_export() {
+    let mut a = exporter(
+        "2026-11-01T00:00:00Z",
+        service(&[("http", 80, "TCP")], false),
+        vec![],
+    );
+    a.export.as_mut().unwrap()["spec"] = json!({
+        "exportedLabels": {"team": "a", "bad key!": "v", "tier": "not a value!"},
+        "exportedAnnotations": {"Note": "any text at all", "no//way": "x"},
+    });
+    let d = pass(vec![member("a", a), member("b", Held::default())]);
+    for m in &d.members {
+        let import = applied(&m.service_import);
+        let labels = import["metadata"]["labels"].as_object().unwrap();
+        assert_eq!(labels.get("team"), Some(&json!("a")));
+        assert!(!labels.contains_key("bad key!") && !labels.contains_key("tier"));
+        assert_eq!(import["metadata"]["annotations"]["Note"], "any text at all");
+        assert!(import["metadata"]["annotations"].get("no//way").is_none());
+    }
+    let conds = conditions(&d.members[0]);
+    let valid = condition(&conds, "Valid");
+    assert_eq!(valid["status"], "True", "still exported");
+    assert_eq!(valid["reason"], "InvalidExportedMetadata");
+    let message = valid["message"].as_str().unwrap();
+    for bad in ["bad key!", "not a value!", "no//way"] {
+        assert!(message.contains(bad), "{bad} in {message}");
+    }
+    assert!(
+        message.contains("spec.exportedLabels: Invalid value"),
+        "{message}"
+    );
+    assert_eq!(condition(&conds, "Ready")["status"], "True");
+}
+
+#[test]
+fn only_slices_of_kubernetes_controller_or_opted_in_are_sources() {
+    let own = slice("web-a", "10.0.0.1");
+    assert!(slices::is_source(&own, NS, NAME));
+    let mut other = own.clone();
+    other.labels[0].1 = "someone-elses-controller".into();
+    assert!(!slices::is_source(&other, NS, NAME));
+    let mut unmanaged = own.clone();
+    unmanaged.labels.remove(0);
+    assert!(!slices::is_source(&unmanaged, NS, NAME));
+    let mut opted_in = unmanaged.clone();
+    opted_in.labels.push((
+        "multicluster.karmada.io/clusterset-source".into(),
+        "true".into(),
+    ));
+    assert!(slices::is_source(&opted_in, NS, NAME));
+
+    let a = exporter(
+        "2026-11-01T00:00:00Z",
+        service(&[("http", 80, "TCP")], false),
+        vec![own, other, unmanaged, opted_in.clone()],
+    );
+    let d = pass(vec![member("a", a)]);
+    assert_eq!(
+        d.members[0].apply_slices.len(),
+        2,
+        "the controller's and the opted-in"
+    );
+}
+
+#[test]
+fn no_imported_slice_is_written_where_the_derived_service_is_not_ours() {
+    let foreign_derived = json!({"apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": digest::derived_name(NS, NAME), "namespace": NS, "uid": "u2", "resourceVersion": "1"},
+        "spec": {"type": "ClusterIP", "clusterIP": "10.9.9.9"}});
+    let a = exporter(
+        "2026-11-01T00:00:00Z",
+        service(&[("http", 80, "TCP")], false),
+        vec![slice("web-a", "10.0.0.1")],
+    );
+    let b = Held {
+        derived: Some(foreign_derived),
+        ..Held::default()
+    };
+    let d = pass(vec![member("a", a), member("b", b)]);
+    assert_eq!(d.members[0].apply_slices.len(), 1);
+    let m = &d.members[1];
+    assert!(m.apply_slices.is_empty(), "{:?}", m.apply_slices);
+    assert_eq!(m.derived_service, ObjectWrite::Leave);
+    assert!(
+        m.notes
+            .iter()
+            .any(|n| n.contains("not ours and they would serve it"))
+    );
 }
