@@ -19,6 +19,7 @@ pub mod duration;
 pub mod engine;
 pub mod eval;
 pub mod fast_map;
+pub mod listen;
 pub mod logging;
 pub mod malloc;
 pub mod manifests;

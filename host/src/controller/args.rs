@@ -102,10 +102,10 @@ pub struct SyncArgs {
 
     /// Serve Prometheus metrics at `GET /metrics`, and the probes `GET /healthz` (alive) and
     /// `GET /readyz` (a follower waiting for the leader Lease, or a leader that has read its
-    /// members; 503 otherwise), over plain HTTP on this address (`0.0.0.0:8080` in a Pod).
-    /// Without it there are no probes.
+    /// members; 503 otherwise), over plain HTTP on this address: HOST:PORT, or :PORT for every
+    /// address, IPv6 and IPv4 (`:8080` in a Pod). Without it there are no probes.
     #[arg(long, value_name = "ADDR")]
-    pub metrics_listen: Option<std::net::SocketAddr>,
+    pub metrics_listen: Option<crate::listen::ListenAddr>,
 
     #[command(flatten)]
     pub engine: EngineArgs,

@@ -51,7 +51,7 @@ pub enum SyncError {
     LeadershipLost,
     #[error("listening on {addr} for metrics failed")]
     Metrics {
-        addr: std::net::SocketAddr,
+        addr: crate::listen::ListenAddr,
         #[source]
         source: std::io::Error,
     },
@@ -205,13 +205,12 @@ struct MetricsServer {
 impl MetricsServer {
     /// Listens on `addr` and serves `metrics` and `health` there.
     async fn start(
-        addr: std::net::SocketAddr,
+        addr: crate::listen::ListenAddr,
         metrics: &Arc<metrics::Metrics>,
         health: &Arc<Health>,
     ) -> Result<Self, SyncError> {
-        let listener = tokio::net::TcpListener::bind(addr)
-            .await
-            .map_err(|source| SyncError::Metrics { addr, source })?;
+        let listener =
+            crate::listen::bind(addr).map_err(|source| SyncError::Metrics { addr, source })?;
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let shutdown = async move {
             // Resolves on stop() and when the sender is dropped.

@@ -31,14 +31,16 @@ pub const MAX_BODY_BYTES: usize = 3 << 20;
 /// `mcs-policy serve`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct ServeArgs {
-    /// Address to listen on (HTTPS only).
+    /// Address to listen on (HTTPS only): HOST:PORT (127.0.0.1:8443, [::1]:8443), or :PORT for
+    /// every address, IPv6 and IPv4 (one dual-stack socket; IPv4 only on a host without IPv6),
+    /// as in a Pod of an IPv4, IPv6 or dual-stack cluster.
     #[arg(
         long,
         env = "MCS_POLICY_LISTEN",
         default_value = "127.0.0.1:8443",
         value_name = "ADDR"
     )]
-    pub listen: std::net::SocketAddr,
+    pub listen: crate::listen::ListenAddr,
 
     /// PEM certificate chain (reloaded when the file changes).
     #[arg(
