@@ -20,8 +20,17 @@ pub use crate::webhook::managed::UnregisterArgs;
 /// Every decision (is this MultiClusterService valid, what are its defaults, which
 /// EndpointSlices may a consumer cluster see) is taken by the policy component embedded in this
 /// binary (or the one given with --component). This program reads, calls it, and writes.
+///
+/// A flag that takes one value may be given more than once: the last one wins (so arguments
+/// appended after a chart's own, such as its extraArgs, override them). Flags that collect
+/// values (sync --member) keep every occurrence.
 #[derive(Debug, Parser)]
-#[command(name = "mcs-policy", version = crate::build_info::LONG_VERSION, propagate_version = true)]
+#[command(
+    name = "mcs-policy",
+    version = crate::build_info::LONG_VERSION,
+    propagate_version = true,
+    args_override_self = true
+)]
 pub struct Args {
     #[command(subcommand)]
     pub command: Command,
@@ -114,6 +123,92 @@ mod tests {
         assert_eq!(eval.policy.policy, "strict");
         assert_eq!(eval.engine.component, Some(PathBuf::from("p.wasm")));
         assert_eq!(eval.request, "req.json");
+    }
+
+    #[test]
+    fn a_flag_given_twice_takes_the_last_value_in_every_command() {
+        let args = Args::try_parse_from([
+            "mcs-policy",
+            "serve",
+            "--listen",
+            "127.0.0.1:1",
+            "--policy",
+            "strict",
+            "--listen",
+            ":8443",
+            "--policy",
+            "karmada-compatible",
+            "--log-format",
+            "text",
+            "--log-format",
+            "json",
+        ])
+        .unwrap();
+        assert_eq!(args.log_format, "json");
+        let Command::Serve(serve) = args.command else {
+            panic!("expected serve");
+        };
+        assert_eq!(serve.listen, crate::listen::ListenAddr::Any(8443));
+        assert_eq!(serve.policy.policy, "karmada-compatible");
+
+        let args = Args::try_parse_from([
+            "mcs-policy",
+            "sync",
+            "--workers",
+            "2",
+            "--member",
+            "m1",
+            "--workers",
+            "3",
+            "--member",
+            "m2",
+            "--metrics-listen",
+            "127.0.0.1:8080",
+            "--metrics-listen",
+            ":8080",
+        ])
+        .unwrap();
+        let Command::Sync(sync) = args.command else {
+            panic!("expected sync");
+        };
+        assert_eq!(sync.workers, 3);
+        assert_eq!(
+            sync.metrics_listen,
+            Some(crate::listen::ListenAddr::Any(8080))
+        );
+        // --member collects: both occurrences stay, in order.
+        let members: Vec<_> = sync.members.iter().map(|m| m.name.as_str()).collect();
+        assert_eq!(members, ["m1", "m2"]);
+
+        // Two levels down (eval validate) and a command without a subcommand of its own.
+        let args = Args::try_parse_from([
+            "mcs-policy",
+            "eval",
+            "validate",
+            "--budget-ms",
+            "1",
+            "--budget-ms",
+            "2",
+            "req.json",
+        ])
+        .unwrap();
+        let Command::Eval(EvalCommand::Validate(eval)) = args.command else {
+            panic!("expected eval validate");
+        };
+        assert_eq!(eval.budget_ms, 2);
+        let args = Args::try_parse_from([
+            "mcs-policy",
+            "unregister",
+            "--webhook-configuration",
+            "a",
+            "--webhook-configuration",
+            "b",
+        ])
+        .unwrap();
+        let Command::Unregister(unregister) = args.command else {
+            panic!("expected unregister");
+        };
+        assert_eq!(unregister.webhook_configuration, "b");
     }
 
     #[test]

@@ -1,8 +1,16 @@
 //! Logs on stderr, through `tracing`: `text` (coloured only on a terminal) or `json`, the level
 //! from `RUST_LOG` (default `info`). Called once by `main.rs` before any command runs.
+//!
+//! Under `json` every line the program writes on stderr or stdout for `serve` and `sync` is a
+//! JSON object: the lines meant for scripts ([`announce`]), the final error ([`exit_error`])
+//! and panics go through `tracing` as well.
 
 use std::ffi::OsStr;
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Whether `init` chose `json`.
+static JSON: AtomicBool = AtomicBool::new(false);
 
 /// Installs the global subscriber: `format` is `text` or `json` (`--log-format`).
 pub fn init(format: &str) {
@@ -17,9 +25,41 @@ pub fn init(format: &str) {
         .with_writer(std::io::stderr)
         .with_ansi(colour);
     if format == "json" {
+        JSON.store(true, Ordering::Relaxed);
         builder.json().init();
+        std::panic::set_hook(Box::new(|info| {
+            tracing::error!(panic = %info, "the program panicked");
+        }));
     } else {
         builder.init();
+    }
+}
+
+/// Whether logs are JSON (`--log-format json`).
+pub fn json() -> bool {
+    JSON.load(Ordering::Relaxed)
+}
+
+/// A line for scripts, such as `listening on https://ADDR`: on stdout (flushed at once) in the
+/// text format; in `json`, an `info` event whose message is the line, so that every line is
+/// JSON.
+pub fn announce(line: &str) {
+    if json() {
+        tracing::info!("{line}");
+    } else {
+        let mut stdout = std::io::stdout().lock();
+        let _ = writeln!(stdout, "{line}");
+        let _ = stdout.flush();
+    }
+}
+
+/// The error a command ends with: `error: ...` on stderr in the text format, an `error` event
+/// in `json`.
+pub fn exit_error(err: &anyhow::Error) {
+    if json() {
+        tracing::error!(error = %format!("{err:#}"), "exiting with an error");
+    } else {
+        eprintln!("error: {err:#}");
     }
 }
 

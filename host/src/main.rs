@@ -16,7 +16,7 @@ fn main() -> ExitCode {
     match run(args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
-            eprintln!("error: {err:#}");
+            logging::exit_error(&err);
             ExitCode::FAILURE
         }
     }

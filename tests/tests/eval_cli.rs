@@ -359,3 +359,76 @@ fn serve_refuses_to_start_with_invalid_settings_and_names_the_field() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("warnUnregisteredClusters"));
 }
+
+/// Under `--log-format json` the error `serve` and `sync` stop on is a JSON log event like
+/// every other line (in the text format: `error: ...`).
+#[test]
+fn start_up_errors_are_json_under_json_logs() {
+    let settings = temp(
+        "json-bad-policy.yaml",
+        b"name: mine\nrejectEmptyTypes: true\nrejectRepeatedType: true\n",
+    );
+    let serve = mcs_policy(
+        &[
+            "serve",
+            "--log-format",
+            "json",
+            "--self-signed",
+            "--listen",
+            "127.0.0.1:0",
+            "--policy",
+            settings.to_str().unwrap(),
+        ],
+        None,
+    );
+    let sync = mcs_policy(
+        &[
+            "sync",
+            "--log-format",
+            "json",
+            "--kubeconfig",
+            "/nonexistent/kubeconfig",
+        ],
+        None,
+    );
+    for (command, out, names) in [
+        (
+            "serve",
+            &serve,
+            settings.file_name().unwrap().to_str().unwrap(),
+        ),
+        ("sync", &sync, "/nonexistent/kubeconfig"),
+    ] {
+        assert!(!out.status.success(), "{command} refused to start");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let events: Vec<Value> = stderr
+            .lines()
+            .chain(stdout.lines())
+            .map(|line| {
+                serde_json::from_str(line)
+                    .unwrap_or_else(|e| panic!("{command}: not JSON ({e}): {line}"))
+            })
+            .collect();
+        let error = events
+            .iter()
+            .find(|e| e["level"] == "ERROR")
+            .unwrap_or_else(|| panic!("{command}: no error event in {stderr}"));
+        assert!(
+            error["fields"]["error"]
+                .as_str()
+                .is_some_and(|e| e.contains(names)),
+            "{command}: {error}"
+        );
+    }
+
+    // The text format keeps its one line.
+    let out = mcs_policy(&["sync", "--kubeconfig", "/nonexistent/kubeconfig"], None);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr
+            .lines()
+            .any(|l| l.starts_with("error: ") && l.contains("/nonexistent/kubeconfig")),
+        "{stderr}"
+    );
+}

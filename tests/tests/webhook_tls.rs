@@ -540,3 +540,101 @@ async fn sigterm_drains_in_flight_requests_then_exits() {
     };
     assert!(exit.success(), "exit status {exit}");
 }
+
+/// Every line `serve --log-format json` writes, on stderr and on stdout, is a JSON object:
+/// the `listening on` line too (a log event then, with the address in its message), from start
+/// to shutdown. A flag given twice takes its last value (`--listen`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn json_logs_make_every_line_json() {
+    use std::io::{BufRead, BufReader, Read};
+    let dir = temp_dir("json");
+    let tls = dir.join("tls");
+    let mut child = Command::new(binary("mcs-policy"))
+        .args(["serve", "--log-format", "json", "--self-signed"])
+        .arg("--self-signed-dir")
+        .arg(&tls)
+        .args(["--listen", "127.0.0.1:1", "--listen", "127.0.0.1:0"])
+        .env("RUST_LOG", "info")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("mcs-policy serve starts");
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    let stderr = child.stderr.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut lines = Vec::new();
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(line.clone());
+            lines.push(line);
+        }
+        lines
+    });
+    let mut stdout = child.stdout.take().unwrap();
+    let stdout_reader = std::thread::spawn(move || {
+        let mut text = String::new();
+        stdout.read_to_string(&mut text).unwrap();
+        text
+    });
+    let parse = |line: &str| -> Value {
+        serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"))
+    };
+    let base = loop {
+        let line = rx
+            .recv_timeout(Duration::from_secs(60))
+            .expect("serve logs `listening on` within 60 s");
+        let event = parse(&line);
+        let message = event["fields"]["message"].as_str().unwrap_or_default();
+        if let Some(url) = message.strip_prefix("listening on ") {
+            assert_eq!(event["level"], "INFO", "{line}");
+            break url.to_string();
+        }
+    };
+    assert!(base.starts_with("https://127.0.0.1:"), "{base}");
+    assert_ne!(base, "https://127.0.0.1:1", "the last --listen wins");
+    let c = client(&tls.join("ca.crt"), false);
+    let ok = c.get(format!("{base}/healthz")).send().await.unwrap();
+    assert_eq!(ok.status(), StatusCode::OK);
+    // A refused review is logged at info.
+    let (status, _) = post(
+        &c,
+        &format!("{base}/validate"),
+        &case("validate", "rejects_duplicate_port_names").review,
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    let pid = child.id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let exit = child.wait().unwrap();
+    assert!(exit.success(), "exit status {exit}");
+    let lines = reader.join().unwrap();
+    let stdout = stdout_reader.join().unwrap();
+    for line in lines.iter().map(String::as_str).chain(stdout.lines()) {
+        assert!(parse(line).is_object(), "{line}");
+    }
+    let messages: Vec<String> = lines
+        .iter()
+        .map(|line| {
+            parse(line)["fields"]["message"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string()
+        })
+        .collect();
+    for wanted in [
+        "listening on https://",
+        "received SIGTERM",
+        "server stopped",
+    ] {
+        assert!(
+            messages.iter().any(|m| m.starts_with(wanted)),
+            "{wanted:?} in {messages:?}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
