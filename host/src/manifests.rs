@@ -34,9 +34,11 @@ pub struct ManifestsArgs {
     /// appended.
     #[arg(long, value_name = "URL", conflicts_with_all = ["namespace", "service"])]
     pub url: Option<String>,
-    /// PEM file with the CA that signed the serving certificate (becomes `caBundle`).
+    /// PEM file with the CA that signed the serving certificate (becomes `caBundle`). Without
+    /// it the webhooks have no `caBundle`: for `serve --certificate-secret`, which patches its
+    /// own CA in once it listens.
     #[arg(long, value_name = "FILE")]
-    pub ca_bundle: PathBuf,
+    pub ca_bundle: Option<PathBuf>,
     /// Port of the Service.
     #[arg(long, default_value_t = 443)]
     pub port: u16,
@@ -78,13 +80,19 @@ pub const MANAGED_BY: (&str, &str) = ("app.kubernetes.io/managed-by", "mcs-polic
 
 /// The two configurations as one YAML stream.
 pub fn render(args: &ManifestsArgs) -> Result<String, ManifestsError> {
-    let pem = std::fs::read(&args.ca_bundle).map_err(|source| ManifestsError::Read {
-        path: args.ca_bundle.display().to_string(),
-        source,
-    })?;
-    if !String::from_utf8_lossy(&pem).contains("-----BEGIN CERTIFICATE-----") {
-        return Err(ManifestsError::NotPem(args.ca_bundle.display().to_string()));
-    }
+    let pem = match &args.ca_bundle {
+        Some(path) => {
+            let pem = std::fs::read(path).map_err(|source| ManifestsError::Read {
+                path: path.display().to_string(),
+                source,
+            })?;
+            if !String::from_utf8_lossy(&pem).contains("-----BEGIN CERTIFICATE-----") {
+                return Err(ManifestsError::NotPem(path.display().to_string()));
+            }
+            Some(pem)
+        }
+        None => None,
+    };
     let endpoint = match &args.url {
         Some(url) => Endpoint::Url(url.clone()),
         None => Endpoint::Service {
@@ -93,7 +101,7 @@ pub fn render(args: &ManifestsArgs) -> Result<String, ManifestsError> {
             port: args.port,
         },
     };
-    let [validating, mutating] = configurations(&args.name, &endpoint, &pem);
+    let [validating, mutating] = configurations(&args.name, &endpoint, pem.as_deref());
     let yaml =
         |v: &Value| serde_yaml::to_string(v).map_err(|e| ManifestsError::Yaml(e.to_string()));
     Ok(format!("{}---\n{}", yaml(&validating)?, yaml(&mutating)?))
@@ -101,32 +109,31 @@ pub fn render(args: &ManifestsArgs) -> Result<String, ManifestsError> {
 
 /// The ValidatingWebhookConfiguration and the MutatingWebhookConfiguration named `name`, with
 /// Karmada's rule for MultiClusterServices (and, validating only, the ServiceExport webhook),
-/// sending to `endpoint` and trusting the PEM CAs `ca_pem` (their `caBundle`).
-pub fn configurations(name: &str, endpoint: &Endpoint, ca_pem: &[u8]) -> [Value; 2] {
-    let ca = base64::engine::general_purpose::STANDARD.encode(ca_pem);
+/// sending to `endpoint` and trusting the PEM CAs `ca_pem` (their `caBundle`; none without).
+pub fn configurations(name: &str, endpoint: &Endpoint, ca_pem: Option<&[u8]>) -> [Value; 2] {
+    let ca = ca_pem.map(|pem| base64::engine::general_purpose::STANDARD.encode(pem));
+    let ca = ca.as_deref();
     [
         configuration(
             name,
             endpoint,
-            &ca,
+            ca,
             "ValidatingWebhookConfiguration",
             "/validate-multiclusterservice",
         ),
         configuration(
             name,
             endpoint,
-            &ca,
+            ca,
             "MutatingWebhookConfiguration",
             "/mutate-multiclusterservice",
         ),
     ]
 }
 
-fn client_config(endpoint: &Endpoint, ca: &str, path: &str) -> Value {
-    match endpoint {
-        Endpoint::Url(url) => {
-            json!({ "url": format!("{}{path}", url.trim_end_matches('/')), "caBundle": ca })
-        }
+fn client_config(endpoint: &Endpoint, ca: Option<&str>, path: &str) -> Value {
+    let mut config = match endpoint {
+        Endpoint::Url(url) => json!({ "url": format!("{}{path}", url.trim_end_matches('/')) }),
         Endpoint::Service {
             namespace,
             name,
@@ -138,9 +145,12 @@ fn client_config(endpoint: &Endpoint, ca: &str, path: &str) -> Value {
                 "path": path,
                 "port": port,
             },
-            "caBundle": ca,
         }),
+    };
+    if let Some(ca) = ca {
+        config["caBundle"] = json!(ca);
     }
+    config
 }
 
 /// The webhook Karmada's own configurations name for MultiClusterServices, in both.
@@ -178,7 +188,13 @@ fn webhook(
     })
 }
 
-fn configuration(name: &str, endpoint: &Endpoint, ca: &str, kind: &str, path: &str) -> Value {
+fn configuration(
+    name: &str,
+    endpoint: &Endpoint,
+    ca: Option<&str>,
+    kind: &str,
+    path: &str,
+) -> Value {
     let client_config = client_config(endpoint, ca, path);
     let mut mcs = webhook(
         MCS_WEBHOOK,

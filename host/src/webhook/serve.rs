@@ -2,7 +2,6 @@
 //! (HTTP/1.1 and h2 by ALPN) until the shutdown signal, and drain in-flight requests.
 
 use std::future::Future;
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -11,13 +10,13 @@ use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
-use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio_rustls::TlsAcceptor;
 
 use super::managed::{Keeper, ManagedError, Material};
 use super::{AppState, ServeArgs, router};
 use crate::engine::EngineError;
+use crate::listen::{self, ListenAddr};
 use crate::reload::watch_files;
 use crate::settings::SettingsError;
 use crate::tls::{self, CertFiles, ReloadingResolver, TlsError};
@@ -41,7 +40,7 @@ pub enum ServeError {
     NoCertificate,
     #[error("listening on {addr} failed")]
     Listen {
-        addr: SocketAddr,
+        addr: ListenAddr,
         #[source]
         source: std::io::Error,
     },
@@ -75,12 +74,10 @@ pub async fn serve(
     };
     let resolver = ReloadingResolver::new(key);
     let tls_config = tls::server_config(resolver.clone())?;
-    let listener = TcpListener::bind(args.listen)
-        .await
-        .map_err(|source| ServeError::Listen {
-            addr: args.listen,
-            source,
-        })?;
+    let listener = listen::bind(args.listen).map_err(|source| ServeError::Listen {
+        addr: args.listen,
+        source,
+    })?;
     let local = listener.local_addr().map_err(|source| ServeError::Listen {
         addr: args.listen,
         source,
@@ -98,16 +95,19 @@ pub async fn serve(
     );
 
     // Machine-readable, for scripts and tests that listen on port 0.
-    println!("listening on https://{local}");
-    let _ = std::io::Write::flush(&mut std::io::stdout());
+    crate::logging::announce(&format!("listening on https://{local}"));
 
     let (stop_tx, stop_rx) = watch::channel(false);
-    spawn_reloaders(&args, &state, source, resolver, stop_rx.clone());
+    let (serving_tx, serving_rx) = watch::channel(false);
+    spawn_reloaders(&args, &state, source, resolver, serving_rx, stop_rx.clone());
 
     let app = router(state.clone());
     let builder = auto::Builder::new(TokioExecutor::new());
     let graceful = GracefulShutdown::new();
     let acceptor = TlsAcceptor::from(tls_config);
+    // From here on connections are accepted: the webhook configurations may be told to trust
+    // this server's CA.
+    let _ = serving_tx.send(true);
     loop {
         let (tcp, peer) = tokio::select! {
             _ = &mut shutdown => break,
@@ -164,12 +164,14 @@ fn certificate_files(args: &ServeArgs) -> Result<CertFiles, ServeError> {
     if args.self_signed {
         let made = tls::write_self_signed(&args.self_signed_dir)?;
         tracing::info!(ca_bundle = %made.ca_bundle.display(), "self-signed certificate for localhost written");
-        println!(
-            "self-signed CA bundle written to {}\ntry: curl --cacert {} https://{}/healthz",
-            made.ca_bundle.display(),
-            made.ca_bundle.display(),
-            args.listen
-        );
+        if !crate::logging::json() {
+            println!(
+                "self-signed CA bundle written to {}\ntry: curl --cacert {} https://{}/healthz",
+                made.ca_bundle.display(),
+                made.ca_bundle.display(),
+                curl_host(args.listen)
+            );
+        }
         return Ok(made.files);
     }
     match (&args.tls_cert, &args.tls_key) {
@@ -204,7 +206,7 @@ async fn first_material(
 ) -> Option<Material> {
     let mut wait = Duration::from_millis(500);
     loop {
-        match keeper.keep(true).await {
+        match keeper.certificate().await {
             Ok(material) => return Some(material),
             Err(err) => {
                 tracing::warn!(error = %err, retry_in = ?wait, "the webhook certificate is not ready yet")
@@ -218,43 +220,83 @@ async fn first_material(
     }
 }
 
-/// Every `--certificate-check-interval`, keeps the Secret and the configurations, and serves a
-/// renewed certificate for new handshakes.
+/// Once the server accepts connections (`serving`), and then every
+/// `--certificate-check-interval`, keeps the Secret and the `caBundle` of the configurations,
+/// and serves a renewed certificate for new handshakes. Until a round finds both configurations
+/// and leaves them trusting the Secret's CAs, the next comes sooner: after 1 s, doubling up to
+/// the interval.
 async fn keep_certificate(
     keeper: Keeper,
     mut served: Material,
     resolver: Arc<ReloadingResolver>,
     metrics: Arc<super::Metrics>,
+    mut serving: watch::Receiver<bool>,
     mut stop: watch::Receiver<bool>,
 ) {
+    tokio::select! {
+        _ = stop.wait_for(|stopped| *stopped) => return,
+        ready = serving.wait_for(|serving| *serving) => if ready.is_err() { return },
+    }
+    let mut retry = Duration::from_secs(1);
     loop {
-        tokio::select! {
-            _ = stop.wait_for(|stopped| *stopped) => return,
-            _ = tokio::time::sleep(keeper.interval) => {}
-        }
-        let material = match keeper.keep(false).await {
-            Ok(material) => material,
+        let wait = match keeper.keep().await {
+            Ok(round) => {
+                let wait = if round.settled {
+                    keeper.interval
+                } else {
+                    retry.min(keeper.interval)
+                };
+                serve_renewed(&keeper, &mut served, round.material, &resolver, &metrics);
+                wait
+            }
             Err(err) => {
                 tracing::warn!(error = %err, "keeping the webhook certificate failed; serving the current one");
-                continue;
+                retry.min(keeper.interval)
             }
         };
-        if material.tls_cert == served.tls_cert && material.tls_key == served.tls_key {
-            continue;
+        retry = if wait == keeper.interval {
+            Duration::from_secs(1)
+        } else {
+            retry * 2
+        };
+        tokio::select! {
+            _ = stop.wait_for(|stopped| *stopped) => return,
+            _ = tokio::time::sleep(wait) => {}
         }
-        match tls::certified_key_from_pem(material.tls_cert.as_bytes(), material.tls_key.as_bytes())
-        {
-            Ok(key) => {
-                resolver.replace(key);
-                metrics.reload("certificate", true);
-                tracing::info!(secret = %keeper.secret_name(), "serving the renewed certificate");
-                served = material;
-            }
-            Err(err) => {
-                metrics.reload("certificate", false);
-                tracing::error!(error = %err, "the Secret's certificate does not load; keeping the previous one");
-            }
+    }
+}
+
+/// Serves `material` for new handshakes when it is not what `served` is.
+fn serve_renewed(
+    keeper: &Keeper,
+    served: &mut Material,
+    material: Material,
+    resolver: &ReloadingResolver,
+    metrics: &super::Metrics,
+) {
+    if material.tls_cert == served.tls_cert && material.tls_key == served.tls_key {
+        return;
+    }
+    match tls::certified_key_from_pem(material.tls_cert.as_bytes(), material.tls_key.as_bytes()) {
+        Ok(key) => {
+            resolver.replace(key);
+            metrics.reload("certificate", true);
+            tracing::info!(secret = %keeper.secret_name(), "serving the renewed certificate");
+            *served = material;
         }
+        Err(err) => {
+            metrics.reload("certificate", false);
+            tracing::error!(error = %err, "the Secret's certificate does not load; keeping the previous one");
+        }
+    }
+}
+
+/// The host of the `try: curl` line: the loopback address for `:PORT` and unspecified ones.
+fn curl_host(listen: ListenAddr) -> String {
+    match listen {
+        ListenAddr::Addr(addr) if !addr.ip().is_unspecified() => addr.to_string(),
+        ListenAddr::Addr(addr) => format!("localhost:{}", addr.port()),
+        ListenAddr::Any(port) => format!("localhost:{port}"),
     }
 }
 
@@ -265,6 +307,7 @@ fn spawn_reloaders(
     state: &AppState,
     source: Source,
     resolver: Arc<ReloadingResolver>,
+    serving: watch::Receiver<bool>,
     stop: watch::Receiver<bool>,
 ) {
     let metrics = state.metrics.clone();
@@ -277,6 +320,7 @@ fn spawn_reloaders(
                 material,
                 resolver,
                 metrics,
+                serving,
                 stop.clone(),
             ));
             spawn_component_reloader(args, state, stop);

@@ -1,20 +1,22 @@
-//! The webhook configurations a self-managed server keeps: created when missing, replaced (with
-//! their resourceVersion, so a concurrent writer gets a 409 instead of being overwritten) when
-//! what we set differs; and `mcs-policy unregister`, which deletes them.
-//!
-//! "What we set differs" compares only the fields our configuration names: the API server
-//! fills in defaults (`matchPolicy`, selectors, ...) that we neither send nor fight over.
+//! The webhook configurations of a self-managed server. The chart (or the manifests) creates
+//! and deletes them; the server only reads what they trust and patches the `caBundle` of their
+//! webhooks, with a JSON patch that names nothing else, so it owns no other field and never
+//! brings back a configuration that an upgrade or an uninstall removed. And
+//! `mcs-policy unregister`, which deletes configurations that carry our label.
 
 use k8s_openapi::api::admissionregistration::v1::{
     MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
 };
-use kube::api::{Api, DeleteParams, PostParams, Preconditions};
+use kube::api::{Api, DeleteParams, Preconditions};
 use kube::{Client, Resource};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use serde_json::Value;
+use serde_json::{Value, json};
 
-use crate::manifests::{self, Endpoint, MANAGED_BY};
+use crate::manifests::MANAGED_BY;
+
+/// The field manager of our `caBundle` patches.
+pub const FIELD_MANAGER: &str = "mcs-policy";
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigurationError {
@@ -34,41 +36,85 @@ pub enum ConfigurationError {
     },
 }
 
-/// What one apply did to one configuration.
-#[derive(Debug, PartialEq, Eq)]
-pub enum Applied {
+/// What [`patch_ca_bundle`] did to one configuration.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Patched {
+    /// Every webhook already had the `caBundle`.
     Unchanged,
-    Created,
-    Updated,
-    /// Missing, and left missing (`create` was false).
-    Absent,
+    /// The `caBundle` of at least one webhook was set.
+    Patched,
+    /// There is no such configuration: nothing to patch (the chart or the manifests create it;
+    /// this server never does).
+    Missing,
+    /// It changed between our read and our patch (its resourceVersion test failed).
+    Changed,
 }
 
-/// Makes both configurations say what [`manifests::configurations`] says for `ca_pem`. A
-/// missing configuration is created only when `create` is true: a server creates them when it
-/// starts, and afterwards only keeps them current, so that `mcs-policy unregister` (uninstall)
-/// deleting them while the server is still running is not undone.
-pub async fn apply(
-    client: &Client,
-    name: &str,
-    endpoint: &Endpoint,
-    ca_pem: &[u8],
-    create: bool,
-) -> Result<[Applied; 2], ConfigurationError> {
-    let [validating, mutating] = manifests::configurations(name, endpoint, ca_pem);
+/// Both configurations named `name` as the API server has them (`None`: not there), the
+/// validating one first.
+pub async fn read(client: &Client, name: &str) -> Result<[Option<Value>; 2], ConfigurationError> {
     Ok([
-        apply_one::<ValidatingWebhookConfiguration>(client, validating, create).await?,
-        apply_one::<MutatingWebhookConfiguration>(client, mutating, create).await?,
+        get::<ValidatingWebhookConfiguration>(client, name).await?,
+        get::<MutatingWebhookConfiguration>(client, name).await?,
     ])
 }
 
-/// The PEM CAs both configurations trust today, as DER: those in the `caBundle` of every
-/// webhook of each (the validating one has two, the MultiClusterService's and the
-/// ServiceExport's); empty when either configuration is missing.
-pub async fn trusted(client: &Client, name: &str) -> Result<Vec<Vec<u8>>, ConfigurationError> {
-    let validating = get::<ValidatingWebhookConfiguration>(client, name).await?;
-    let mutating = get::<MutatingWebhookConfiguration>(client, name).await?;
-    Ok(trusted_by_every_webhook(&[validating, mutating]))
+/// Sets `caBundle` to `ca_pem` in every webhook of both configurations `read` returned, and
+/// nothing else: one JSON patch per configuration that tests its resourceVersion (so a
+/// configuration changed meanwhile is left for the next round) and replaces only
+/// `webhooks[i].clientConfig.caBundle` where it differs. A missing configuration is left
+/// missing.
+pub async fn patch_ca_bundle(
+    client: &Client,
+    read: &[Option<Value>; 2],
+    ca_pem: &[u8],
+) -> Result<[Patched; 2], ConfigurationError> {
+    use base64::Engine as _;
+    let ca = base64::engine::general_purpose::STANDARD.encode(ca_pem);
+    Ok([
+        patch_one::<ValidatingWebhookConfiguration>(client, read[0].as_ref(), &ca).await?,
+        patch_one::<MutatingWebhookConfiguration>(client, read[1].as_ref(), &ca).await?,
+    ])
+}
+
+/// The JSON patch that gives every webhook of `configuration` the base64 `caBundle` `ca`; `None`
+/// when every one has it already.
+fn ca_bundle_patch(configuration: &Value, ca: &str) -> Option<Value> {
+    let webhooks = configuration["webhooks"].as_array()?;
+    let mut operations = vec![json!({
+        "op": "test",
+        "path": "/metadata/resourceVersion",
+        "value": configuration["metadata"]["resourceVersion"],
+    })];
+    for (i, webhook) in webhooks.iter().enumerate() {
+        if webhook
+            .pointer("/clientConfig/caBundle")
+            .and_then(Value::as_str)
+            == Some(ca)
+        {
+            continue;
+        }
+        // Whose caBundle: the webhook at i must still be the one read.
+        operations.push(json!({
+            "op": "test",
+            "path": format!("/webhooks/{i}/name"),
+            "value": webhook["name"],
+        }));
+        let op = if webhook.get("clientConfig").is_some() {
+            json!({"op": "add", "path": format!("/webhooks/{i}/clientConfig/caBundle"), "value": ca})
+        } else {
+            json!({"op": "add", "path": format!("/webhooks/{i}/clientConfig"), "value": {"caBundle": ca}})
+        };
+        operations.push(op);
+    }
+    (operations.len() > 1).then(|| Value::Array(operations))
+}
+
+/// The CAs (DER) both configurations trust today: those in the `caBundle` of every webhook of
+/// each (the validating one has two, the MultiClusterService's and the ServiceExport's); empty
+/// when either configuration is missing.
+pub fn trusted(read: &[Option<Value>; 2]) -> Vec<Vec<u8>> {
+    trusted_by_every_webhook(read)
 }
 
 /// The DER CAs that every webhook of every one of `configurations` trusts; empty when one is
@@ -181,49 +227,38 @@ where
     }
 }
 
-async fn apply_one<K>(
+async fn patch_one<K>(
     client: &Client,
-    desired: Value,
-    create: bool,
-) -> Result<Applied, ConfigurationError>
+    existing: Option<&Value>,
+    ca: &str,
+) -> Result<Patched, ConfigurationError>
 where
     K: Kind + Clone + DeserializeOwned + Serialize + std::fmt::Debug,
 {
-    let name = desired["metadata"]["name"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
-    let decode = |value: Value| {
-        serde_json::from_value::<K>(value).map_err(|source| ConfigurationError::Decode {
-            kind: K::KIND,
-            name: name.clone(),
-            source,
-        })
+    let Some(existing) = existing else {
+        return Ok(Patched::Missing);
     };
-    let api: Api<K> = Api::all(client.clone());
-    let Some(existing) = get::<K>(client, &name).await? else {
-        if !create {
-            return Ok(Applied::Absent);
-        }
-        api.create(&PostParams::default(), &decode(desired)?)
-            .await
-            .map_err(api_error("creating", K::KIND, &name))?;
-        return Ok(Applied::Created);
+    let Some(patch) = ca_bundle_patch(existing, ca) else {
+        return Ok(Patched::Unchanged);
     };
-    if contains(&existing, &desired) {
-        return Ok(Applied::Unchanged);
+    let name = existing["metadata"]["name"].as_str().unwrap_or_default();
+    // A plain request: kube's typed JSON patch is behind a feature the workspace does not build.
+    let request = hyper::Request::builder()
+        .method(hyper::Method::PATCH)
+        .uri(format!(
+            "{}/{name}?fieldManager={FIELD_MANAGER}",
+            K::url_path(&(), None)
+        ))
+        .header(hyper::header::CONTENT_TYPE, "application/json-patch+json")
+        .body(patch.to_string().into_bytes())
+        .expect("a valid request");
+    match client.request::<Value>(request).await {
+        Ok(_) => Ok(Patched::Patched),
+        // Gone, or changed since it was read (a failed test is a 422; a conflict a 409).
+        Err(kube::Error::Api(status)) if status.code == 404 => Ok(Patched::Missing),
+        Err(kube::Error::Api(status)) if matches!(status.code, 409 | 422) => Ok(Patched::Changed),
+        Err(err) => Err(api_error("patching the caBundle of", K::KIND, name)(err)),
     }
-    let mut replacement = desired.clone();
-    replacement["metadata"] = existing["metadata"].clone();
-    if let Some(labels) = desired["metadata"]["labels"].as_object() {
-        for (key, value) in labels {
-            replacement["metadata"]["labels"][key] = value.clone();
-        }
-    }
-    api.replace(&name, &PostParams::default(), &decode(replacement)?)
-        .await
-        .map_err(api_error("updating", K::KIND, &name))?;
-    Ok(Applied::Updated)
 }
 
 async fn remove<K>(client: &Client, name: &str) -> Result<Removed, ConfigurationError>
@@ -261,31 +296,40 @@ where
     }
 }
 
-/// Whether `have` holds everything `want` names, with the same values: objects key by key,
-/// arrays element by element (same length).
-fn contains(have: &Value, want: &Value) -> bool {
-    match (have, want) {
-        (Value::Object(have), Value::Object(want)) => want
-            .iter()
-            .all(|(key, value)| have.get(key).is_some_and(|h| contains(h, value))),
-        (Value::Array(have), Value::Array(want)) => {
-            have.len() == want.len() && have.iter().zip(want).all(|(h, w)| contains(h, w))
-        }
-        (have, want) => have == want,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
 
     #[test]
-    fn defaults_the_server_adds_do_not_count_as_a_difference() {
-        let want = json!({"webhooks": [{"name": "a", "rules": [{"scope": "Namespaced"}]}]});
-        let have = json!({"webhooks": [{"name": "a", "matchPolicy": "Equivalent",
-            "rules": [{"scope": "Namespaced", "x": 1}]}], "metadata": {"uid": "u"}});
-        assert!(contains(&have, &want));
+    fn the_patch_tests_the_version_and_names_only_the_ca_bundles_that_differ() {
+        let configuration = json!({
+            "metadata": {"name": "mcs-policy", "resourceVersion": "7"},
+            "webhooks": [
+                {"name": "a", "clientConfig": {"service": {"name": "s"}, "caBundle": "Q0E="}},
+                {"name": "b", "clientConfig": {"url": "https://x"}},
+                {"name": "c"},
+            ],
+        });
+        assert_eq!(
+            ca_bundle_patch(&configuration, "Q0E="),
+            Some(json!([
+                {"op": "test", "path": "/metadata/resourceVersion", "value": "7"},
+                {"op": "test", "path": "/webhooks/1/name", "value": "b"},
+                {"op": "add", "path": "/webhooks/1/clientConfig/caBundle", "value": "Q0E="},
+                {"op": "test", "path": "/webhooks/2/name", "value": "c"},
+                {"op": "add", "path": "/webhooks/2/clientConfig", "value": {"caBundle": "Q0E="}},
+            ]))
+        );
+        let mut patched = configuration.clone();
+        patched["webhooks"][1]["clientConfig"]["caBundle"] = json!("Q0E=");
+        patched["webhooks"][2]["clientConfig"] = json!({"caBundle": "Q0E="});
+        assert_eq!(
+            ca_bundle_patch(&patched, "Q0E="),
+            None,
+            "nothing left to patch"
+        );
+        assert_eq!(ca_bundle_patch(&json!({"metadata": {}}), "Q0E="), None);
     }
 
     #[test]
@@ -334,19 +378,5 @@ mod tests {
         );
         assert!(trusted_by_every_webhook(&[None, config(&[&both])]).is_empty());
         assert!(trusted_by_every_webhook(&[config(&[]), config(&[&both])]).is_empty());
-    }
-
-    #[test]
-    fn a_changed_value_or_an_extra_webhook_counts() {
-        let want = json!({"webhooks": [{"name": "a", "timeoutSeconds": 3}]});
-        assert!(!contains(
-            &json!({"webhooks": [{"name": "a", "timeoutSeconds": 10}]}),
-            &want
-        ));
-        assert!(!contains(
-            &json!({"webhooks": [{"name": "a", "timeoutSeconds": 3}, {"name": "b"}]}),
-            &want
-        ));
-        assert!(!contains(&json!({}), &want));
     }
 }

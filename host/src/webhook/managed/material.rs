@@ -19,18 +19,13 @@
 
 use std::time::Duration;
 
-use base64::Engine as _;
-use rcgen::{
-    BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa,
-    Issuer, KeyPair, KeyUsagePurpose, SanType,
-};
-use rustls::pki_types::CertificateDer;
-use rustls::pki_types::pem::PemObject;
+use rcgen::{Issuer, KeyPair};
 use time::OffsetDateTime;
-use x509_parser::prelude::{FromDer, GeneralName, ParsedExtension, X509Certificate};
 
-/// Certificates are back-dated by this much, for API servers whose clock is a little behind.
-const BACKDATE: time::Duration = time::Duration::minutes(5);
+pub use super::certificates::trusted_ders;
+use super::certificates::{Facts, parse_all, public_key_raw};
+pub use super::issue::IssueError;
+use super::issue::{new_ca, new_serving};
 
 /// The four texts of the Secret.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -55,112 +50,6 @@ pub struct Wanted {
 pub enum Next {
     Keep,
     Write { material: Material, why: String },
-}
-
-#[derive(Debug, thiserror::Error)]
-#[error("making a certificate failed: {0}")]
-pub struct IssueError(String);
-
-impl From<rcgen::Error> for IssueError {
-    fn from(err: rcgen::Error) -> Self {
-        IssueError(err.to_string())
-    }
-}
-
-/// One parsed certificate: what the rules read of it.
-#[derive(Clone, Debug)]
-struct Facts {
-    der: Vec<u8>,
-    pem: String,
-    not_after: OffsetDateTime,
-    not_before: OffsetDateTime,
-    dns_names: Vec<String>,
-}
-
-impl Facts {
-    fn parse(pem: &str) -> Option<Facts> {
-        let mut all = parse_all(pem)?;
-        (all.len() == 1).then(|| all.remove(0))
-    }
-
-    fn from_der(der: Vec<u8>) -> Option<Facts> {
-        let (_, cert) = X509Certificate::from_der(&der).ok()?;
-        let validity = cert.validity();
-        let dns_names = cert
-            .extensions()
-            .iter()
-            .filter_map(|ext| match ext.parsed_extension() {
-                ParsedExtension::SubjectAlternativeName(san) => Some(san),
-                _ => None,
-            })
-            .flat_map(|san| san.general_names.iter())
-            .filter_map(|name| match name {
-                GeneralName::DNSName(dns) => Some(dns.to_string()),
-                _ => None,
-            })
-            .collect();
-        Some(Facts {
-            not_after: validity.not_after.to_datetime(),
-            not_before: validity.not_before.to_datetime(),
-            dns_names,
-            pem: pem_certificate(&der),
-            der,
-        })
-    }
-
-    /// Less than a third of its validity (as asked, without the back-dating) left at `now`.
-    fn due(&self, now: OffsetDateTime) -> bool {
-        let life = self.not_after - self.not_before - BACKDATE;
-        self.not_after - now < life / 3
-    }
-
-    fn expired(&self, now: OffsetDateTime) -> bool {
-        self.not_after <= now
-    }
-
-    fn signed_by(&self, ca: &Facts) -> bool {
-        let (Ok((_, cert)), Ok((_, issuer))) = (
-            X509Certificate::from_der(&self.der),
-            X509Certificate::from_der(&ca.der),
-        ) else {
-            return false;
-        };
-        cert.verify_signature(Some(issuer.public_key())).is_ok()
-    }
-}
-
-/// Every PEM certificate in `text`, parsed; `None` when one does not parse or there is none.
-fn parse_all(text: &str) -> Option<Vec<Facts>> {
-    let ders = CertificateDer::pem_slice_iter(text.as_bytes())
-        .collect::<Result<Vec<_>, _>>()
-        .ok()?;
-    if ders.is_empty() {
-        return None;
-    }
-    ders.into_iter()
-        .map(|der| Facts::from_der(der.to_vec()))
-        .collect()
-}
-
-/// `der` as a PEM `CERTIFICATE` block, 64 characters a line.
-fn pem_certificate(der: &[u8]) -> String {
-    let text = base64::engine::general_purpose::STANDARD.encode(der);
-    let mut pem = String::from("-----BEGIN CERTIFICATE-----\n");
-    for line in text.as_bytes().chunks(64) {
-        pem.push_str(std::str::from_utf8(line).unwrap_or_default());
-        pem.push('\n');
-    }
-    pem.push_str("-----END CERTIFICATE-----\n");
-    pem
-}
-
-/// The CA certificates of a webhook configuration's `caBundle` (PEM), as DER.
-pub fn trusted_ders(ca_bundle_pem: &str) -> Vec<Vec<u8>> {
-    parse_all(ca_bundle_pem)
-        .unwrap_or_default()
-        .into_iter()
-        .map(|f| f.der)
-        .collect()
 }
 
 /// The current material, parsed and checked: the CAs of `ca.crt`, the current CA's issuer, the
@@ -189,12 +78,6 @@ fn inspect(material: &Material) -> Option<Current> {
         issuer,
         serving,
     })
-}
-
-/// The certificate's public key, as rcgen's `KeyPair::public_key_raw` gives a key's.
-fn public_key_raw(cert_der: &[u8]) -> Option<Vec<u8>> {
-    let (_, cert) = X509Certificate::from_der(cert_der).ok()?;
-    Some(cert.public_key().subject_public_key.data.to_vec())
 }
 
 /// What the Secret must hold next (the module's rules).
@@ -277,55 +160,6 @@ fn fresh(now: OffsetDateTime, wanted: &Wanted, why: &str) -> Result<Next, IssueE
         },
         why: why.to_string(),
     })
-}
-
-fn validity(params: &mut CertificateParams, now: OffsetDateTime, length: Duration) {
-    params.not_before = now - BACKDATE;
-    params.not_after = now + time::Duration::try_from(length).unwrap_or(time::Duration::DAY);
-}
-
-fn new_ca(
-    now: OffsetDateTime,
-    wanted: &Wanted,
-) -> Result<(Facts, String, Issuer<'static, KeyPair>), IssueError> {
-    let key = KeyPair::generate()?;
-    let mut params = CertificateParams::new(Vec::<String>::new())?;
-    let mut name = DistinguishedName::new();
-    // The time makes each CA's name its own, so a serving certificate names which one signed it.
-    name.push(
-        DnType::CommonName,
-        format!("mcs-policy webhook CA {}", now.unix_timestamp()),
-    );
-    params.distinguished_name = name;
-    params.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
-    params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
-    validity(&mut params, now, wanted.ca_validity);
-    let cert = params.self_signed(&key)?;
-    let facts = Facts::parse(&cert.pem()).ok_or_else(|| IssueError("unparsable CA".into()))?;
-    let key_pem = key.serialize_pem();
-    Ok((facts, key_pem, Issuer::new(params, key)))
-}
-
-fn new_serving(
-    now: OffsetDateTime,
-    wanted: &Wanted,
-    issuer: &Issuer<'static, KeyPair>,
-) -> Result<(String, String), IssueError> {
-    let key = KeyPair::generate()?;
-    let mut params = CertificateParams::new(Vec::<String>::new())?;
-    params.subject_alt_names = wanted
-        .dns_names
-        .iter()
-        .map(|name| Ok(SanType::DnsName(name.clone().try_into()?)))
-        .collect::<Result<_, rcgen::Error>>()?;
-    if let Some(first) = wanted.dns_names.first() {
-        params.distinguished_name.push(DnType::CommonName, first);
-    }
-    params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
-    params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
-    validity(&mut params, now, wanted.serving_validity);
-    let cert = params.signed_by(&key, issuer)?;
-    Ok((cert.pem(), key.serialize_pem()))
 }
 
 #[cfg(test)]
