@@ -15,6 +15,38 @@ const QUALIFIED_NAME_FMT: &str = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]";
 const LABEL_VALUE_MSG: &str = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
 const LABEL_VALUE_FMT: &str = "(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?";
 
+const CONFIG_MAP_KEY_MSG: &str =
+    "a valid config key must consist of alphanumeric characters, '-', '_' or '.'";
+const CONFIG_MAP_KEY_FMT: &str = "[-._a-zA-Z0-9]+";
+
+/// `IsConfigMapKey`: a key of a ConfigMap's or Secret's data.
+pub fn config_map_key(value: &str) -> Vec<String> {
+    let mut errors = Vec::new();
+    if value.len() > 253 {
+        errors.push(max_len_chars(253));
+    }
+    let valid = !value.is_empty()
+        && value
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_'));
+    if !valid {
+        errors.push(regex_error(
+            CONFIG_MAP_KEY_MSG,
+            CONFIG_MAP_KEY_FMT,
+            &["key.name", "KEY_NAME", "key-name"],
+        ));
+    }
+    // `hasChDirPrefix`
+    if value == "." {
+        errors.push("must not be '.'".to_owned());
+    } else if value == ".." {
+        errors.push("must not be '..'".to_owned());
+    } else if value.starts_with("..") {
+        errors.push("must not start with '..'".to_owned());
+    }
+    errors
+}
+
 /// `RegexError`: the message, examples and the regex.
 fn regex_error(msg: &str, fmt: &str, examples: &[&str]) -> String {
     let mut text = msg.to_owned();

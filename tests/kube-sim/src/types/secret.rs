@@ -5,6 +5,7 @@
 //!
 //! - decoding merges `stringData` into `data` (base64, overriding the same keys) and drops it;
 //!   a missing or empty `type` is `Opaque`;
+//! - data keys follow `IsConfigMapKey`, the data is at most 1 MiB;
 //! - `kubernetes.io/tls` Secrets need `data[tls.crt]` and `data[tls.key]` (422 `Required
 //!   value`); `type` cannot change (`field is immutable`); an `immutable: true` Secret keeps
 //!   its `data` and stays immutable;
@@ -54,9 +55,29 @@ fn has_data_key(obj: &Value, key: &str) -> bool {
     obj["data"].as_object().is_some_and(|d| d.contains_key(key))
 }
 
-/// The type-specific part of `ValidateSecret` kube-sim models (TLS keys).
+/// The largest total size of a Secret's data (`core.MaxSecretSize`).
+const MAX_SIZE: usize = 1024 * 1024;
+
+/// `ValidateSecret` after the metadata: data keys, total size, the TLS keys.
 pub fn validate(obj: &Value) -> ErrorList {
     let mut errors = ErrorList::new();
+    let mut total = 0;
+    for (key, value) in obj["data"].as_object().into_iter().flatten() {
+        for problem in super::names::config_map_key(key) {
+            errors.push(FieldError::invalid(
+                &format!("data[{key}]"),
+                key.as_str(),
+                problem,
+            ));
+        }
+        // The decoded size: base64 of n bytes is 4 * ceil(n / 3) characters.
+        let text = value.as_str().unwrap_or_default();
+        let padding = text.bytes().rev().take_while(|b| *b == b'=').count();
+        total += (text.len() / 4 * 3).saturating_sub(padding);
+    }
+    if total > MAX_SIZE {
+        errors.push(FieldError::too_long("data", MAX_SIZE));
+    }
     if obj["type"].as_str() == Some(TYPE_TLS) {
         for key in [TLS_CERT_KEY, TLS_KEY_KEY] {
             if !has_data_key(obj, key) {
@@ -203,6 +224,17 @@ mod tests {
         assert_eq!(
             messages(&validate_update(&new, &old)),
             vec!["type: Invalid value: \"Opaque\": field is immutable"]
+        );
+    }
+
+    #[test]
+    fn data_keys_must_be_config_keys() {
+        let secret = json!({"type": "Opaque", "data": {"a/b": "eA=="}});
+        assert_eq!(
+            messages(&validate(&secret)),
+            vec![
+                "data[a/b]: Invalid value: \"a/b\": a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is '[-._a-zA-Z0-9]+')"
+            ]
         );
     }
 
