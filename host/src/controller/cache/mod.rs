@@ -34,6 +34,7 @@
 //! or fail on the resourceVersion (409) and are re-read.
 
 pub mod caches;
+pub mod crd;
 pub mod fill;
 pub mod groups;
 pub mod health;

@@ -29,6 +29,8 @@ pub(super) struct Failing {
     pub(super) listing: bool,
     /// The store's turning unreadable has been logged.
     pub(super) told_unreadable: bool,
+    /// That the CRD of a resource not served cannot be watched has been logged.
+    pub(super) told_crd: bool,
 }
 
 /// What an item of the stream proves.

@@ -58,6 +58,7 @@ use serde::de::DeserializeOwned;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
+use super::crd::{Crd, Served};
 use super::health::Health;
 use super::kept::Cached;
 use super::retry::{
@@ -128,8 +129,20 @@ where
     K: Resource + Clone + std::fmt::Debug + DeserializeOwned + Send + Sync + 'static,
     C: Cached,
 {
-    /// Runs for ever (abort the task to stop it), telling `news` what happens.
-    pub async fn run(mut self, mut news: impl FnMut(News<'_, C>) + Send) {
+    /// Runs for ever (abort the task to stop it), telling `news` what happens. A resource the
+    /// server does not serve is listed again every [`NOT_SERVED_RECHECK`].
+    pub async fn run(self, news: impl FnMut(News<'_, C>) + Send) {
+        self.run_with(None, news).await;
+    }
+
+    /// [`Watch::run`] for a custom resource served by `crd`: while the server does not serve
+    /// it, the watch waits for the CRD ([`super::crd`]) rather than listing again every
+    /// [`NOT_SERVED_RECHECK`].
+    pub async fn run_served_by(self, crd: Crd, news: impl FnMut(News<'_, C>) + Send) {
+        self.run_with(Some(crd), news).await;
+    }
+
+    async fn run_with(mut self, crd: Option<Crd>, mut news: impl FnMut(News<'_, C>) + Send) {
         let mut backoff = Backoff::default();
         let mut state = Failing::default();
         loop {
@@ -174,6 +187,7 @@ where
                 };
                 // After a 410 the server answers: the list that follows is the remedy, after
                 // the first step only (a list that fails goes on with the backoff).
+                let for_crd = crd.as_ref().filter(|_| not_served(&err));
                 let wait = if gone(&err) {
                     Backoff::default().next_wait()
                 } else if not_served(&err) {
@@ -181,15 +195,55 @@ where
                 } else {
                     backoff.next_wait()
                 };
-                self.failed(&err, &mut state, &mut news, wait);
+                self.failed(&err, &mut state, &mut news, wait, for_crd);
                 let new_list = needs_new_list(&err);
-                back_off(wait, &self.wake).await;
+                match for_crd {
+                    Some(crd) => self.wait_for(crd, wait, &mut state, &mut backoff).await,
+                    None => back_off(wait, &self.wake).await,
+                }
                 if new_list {
                     break;
                 }
                 state.retrying(Instant::now());
             }
             state.retrying(Instant::now());
+        }
+    }
+
+    /// Waits for `crd` after a 404 to the list ([`super::crd`]): until it serves the resource,
+    /// or, when it cannot be watched, `recheck` (the minute of a resource without a CRD).
+    async fn wait_for(
+        &mut self,
+        crd: &Crd,
+        recheck: Duration,
+        state: &mut Failing,
+        backoff: &mut Backoff,
+    ) {
+        let since = Instant::now();
+        let (cluster, resource, name) = (&self.cluster, self.resource, crd.name());
+        match crd.served(&self.wake).await {
+            Served::Appeared => {
+                tracing::info!(%cluster, resource, crd = name,
+                    "its CustomResourceDefinition is established: listed now");
+            }
+            Served::Already => {
+                let wait = backoff.next_wait();
+                tracing::debug!(%cluster, resource, crd = name, ?wait,
+                    "its CustomResourceDefinition is established, the list was not served yet");
+                back_off(wait, &self.wake).await;
+            }
+            Served::Unwatchable(error) => {
+                if !state.told_crd {
+                    state.told_crd = true;
+                    tracing::info!(%cluster, resource, crd = name, %error, ?recheck,
+                        "cannot watch its CustomResourceDefinition (the member's RBAC may lack get, list, watch on it): listed again in about a minute");
+                } else {
+                    tracing::debug!(%cluster, resource, crd = name, %error,
+                        "cannot watch its CustomResourceDefinition");
+                }
+                back_off(recheck.saturating_sub(since.elapsed()), &self.wake).await;
+            }
+            Served::Woken => {}
         }
     }
 
@@ -200,6 +254,7 @@ where
         state: &mut Failing,
         news: &mut impl FnMut(News<'_, C>),
         retry_in: Duration,
+        crd: Option<&Crd>,
     ) {
         let (message, kind) = describe(&self.cluster, self.resource, err);
         let first = state.failed();
@@ -214,11 +269,14 @@ where
         if not_served(err) {
             // A CRD not installed (or no EndpointSlices at all) is how the cluster is, not an
             // outage: said once, at info.
-            if !state.told_unreadable {
+            if state.told_unreadable {
+                tracing::debug!(%cluster, resource, ?retry_in, "still not served");
+            } else if let Some(crd) = crd {
+                tracing::info!(%cluster, resource, error = %message, crd = crd.name(),
+                    "the cluster does not serve this resource: listed again once its CustomResourceDefinition is established");
+            } else {
                 tracing::info!(%cluster, resource, error = %message, ?retry_in,
                     "the cluster does not serve this resource: listed again in about a minute");
-            } else {
-                tracing::debug!(%cluster, resource, ?retry_in, "still not served");
             }
         } else if kind.is_credentials() && first {
             tracing::warn!(%cluster, resource, error = %message, ?retry_in,

@@ -6,18 +6,21 @@
 //! Services' names through [`crate::controller::cache::Scope::also_want`] ([`super::keys`]).
 //!
 //! A member that does not serve `multicluster.x-k8s.io` (its list answers 404: the CRDs are not
-//! installed) has no exports and no imports: it takes no part in a pass, and its watches keep
-//! retrying (every 10 s at most), so installing the CRDs later brings it in.
+//! installed) has no exports and no imports: it takes no part in a pass. Each of its watches
+//! then watches its CRD by name instead of listing again ([`crate::controller::cache::crd`]):
+//! installing the CRDs later brings the member in at once, and until then it costs no request
+//! at rest.
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
 use kube::Api;
-use kube::api::DynamicObject;
+use kube::api::{ApiResource, DynamicObject};
 use tokio::task::JoinHandle;
 
 use super::names::{export_resource, import_resource, property_resource};
 use crate::clusters::Registry;
+use crate::controller::cache::crd::Crd;
 use crate::controller::cache::kept;
 use crate::controller::cache::watch::{News, Watch};
 use crate::controller::cache::{Cached, Health, Patience, Store, Unreadable};
@@ -143,7 +146,9 @@ impl Members {
                 continue;
             }
             let stores = Stores::new(patience);
-            let watch = |resource: Resource, api, store: &Store<DynamicObject>| {
+            let watch = |resource: Resource, served: ApiResource, store: &Store<DynamicObject>| {
+                let api = Api::all_with(member.client.clone(), &served);
+                let crd = Crd::of(member.client.clone(), &served);
                 let watch = Watch {
                     cluster: member.name.clone(),
                     resource: match resource {
@@ -160,23 +165,16 @@ impl Members {
                 };
                 let hears = hears.clone();
                 let cluster = member.name.clone();
-                tokio::spawn(watch.run(move |news| hears.heard(&cluster, resource, news)))
+                tokio::spawn(
+                    watch.run_served_by(crd, move |news| hears.heard(&cluster, resource, news)),
+                )
             };
-            let client = &member.client;
             let tasks = vec![
-                watch(
-                    Resource::Exports,
-                    Api::all_with(client.clone(), &export_resource()),
-                    &stores.exports,
-                ),
-                watch(
-                    Resource::Imports,
-                    Api::all_with(client.clone(), &import_resource()),
-                    &stores.imports,
-                ),
+                watch(Resource::Exports, export_resource(), &stores.exports),
+                watch(Resource::Imports, import_resource(), &stores.imports),
                 watch(
                     Resource::Properties,
-                    Api::all_with(client.clone(), &property_resource()),
+                    property_resource(),
                     &stores.properties,
                 ),
             ];
