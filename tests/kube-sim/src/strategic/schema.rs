@@ -31,6 +31,63 @@ const WEBHOOK_CONFIGURATION: &[(&str, ListStrategy)] = &[
     ),
 ];
 
+/// batch/v1 Job: the pod template's lists with a merge key, and the status conditions.
+const JOB: &[(&str, ListStrategy)] = &[
+    (
+        "spec.template.spec.containers",
+        ListStrategy::Merge(Some("name")),
+    ),
+    (
+        "spec.template.spec.containers.ports",
+        ListStrategy::Merge(Some("containerPort")),
+    ),
+    (
+        "spec.template.spec.containers.env",
+        ListStrategy::Merge(Some("name")),
+    ),
+    (
+        "spec.template.spec.containers.volumeMounts",
+        ListStrategy::Merge(Some("mountPath")),
+    ),
+    (
+        "spec.template.spec.containers.volumeDevices",
+        ListStrategy::Merge(Some("devicePath")),
+    ),
+    (
+        "spec.template.spec.initContainers",
+        ListStrategy::Merge(Some("name")),
+    ),
+    (
+        "spec.template.spec.initContainers.ports",
+        ListStrategy::Merge(Some("containerPort")),
+    ),
+    (
+        "spec.template.spec.initContainers.env",
+        ListStrategy::Merge(Some("name")),
+    ),
+    (
+        "spec.template.spec.initContainers.volumeMounts",
+        ListStrategy::Merge(Some("mountPath")),
+    ),
+    (
+        "spec.template.spec.initContainers.volumeDevices",
+        ListStrategy::Merge(Some("devicePath")),
+    ),
+    (
+        "spec.template.spec.volumes",
+        ListStrategy::Merge(Some("name")),
+    ),
+    (
+        "spec.template.spec.imagePullSecrets",
+        ListStrategy::Merge(Some("name")),
+    ),
+    (
+        "spec.template.spec.hostAliases",
+        ListStrategy::Merge(Some("ip")),
+    ),
+    ("status.conditions", ListStrategy::Merge(Some("type"))),
+];
+
 const NAMESPACE: &[(&str, ListStrategy)] =
     &[("status.conditions", ListStrategy::Merge(Some("type")))];
 
@@ -40,6 +97,7 @@ pub fn for_resource(group: &str, plural: &str) -> Option<Schema> {
     let fields: &'static [(&'static str, ListStrategy)] = match (group, plural) {
         ("", "services") => SERVICE,
         ("", "namespaces") => NAMESPACE,
+        ("batch", "jobs") => JOB,
         (
             "admissionregistration.k8s.io",
             "validatingwebhookconfigurations" | "mutatingwebhookconfigurations",

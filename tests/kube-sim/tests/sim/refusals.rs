@@ -207,3 +207,32 @@ async fn job_status_follows_the_job_status_rules() {
         "Job.batch \"once\" is invalid: status.completionTime: Invalid value: \"2026-01-01T00:02:00Z\": field is immutable"
     );
 }
+
+#[tokio::test]
+async fn jobs_take_strategic_merge_patches_of_their_containers() {
+    let sim = Sim::start().await;
+    let jobs: Api<Job> = Api::namespaced(sim.client().await, "default");
+    let job: Job = serde_json::from_value(json!({
+        "metadata": {"name": "suspended"},
+        "spec": {"suspend": true, "template": {"spec": {"restartPolicy": "OnFailure",
+            "containers": [{"name": "a", "image": "busybox:1.36"}, {"name": "b", "image": "busybox"}]}}},
+    }))
+    .unwrap();
+    jobs.create(&PostParams::default(), &job).await.unwrap();
+    // Containers merge by name: only `b` gets the variable, `a` stays.
+    let patch = json!({"spec": {"template": {"spec": {"containers": [
+        {"name": "b", "env": [{"name": "X", "value": "1"}]}]}}}});
+    let patched = jobs
+        .patch(
+            "suspended",
+            &PatchParams::default(),
+            &Patch::Strategic(patch),
+        )
+        .await
+        .unwrap();
+    let containers = patched.spec.unwrap().template.spec.unwrap().containers;
+    let names: Vec<&str> = containers.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["a", "b"]);
+    assert_eq!(containers[1].env.as_ref().unwrap()[0].name, "X");
+    assert_eq!(containers[1].image_pull_policy.as_deref(), Some("Always"));
+}
