@@ -107,7 +107,7 @@ fn ca_bundle_patch(configuration: &Value, ca: &str) -> Option<Value> {
         };
         operations.push(op);
     }
-    (operations.len() > 1).then(|| Value::Array(operations))
+    (operations.len() > 1).then_some(Value::Array(operations))
 }
 
 /// The CAs (DER) both configurations trust today: those in the `caBundle` of every webhook of
