@@ -194,7 +194,8 @@ fn standalone_with_a_self_managed_certificate() {
 }
 
 /// Self-managed mode: the chart renders both configurations with no caBundle (the server patches
-/// its CA in), otherwise what `mcs-policy manifests` prints with `where_to`; no hook, no Job.
+/// its CA in), otherwise what `mcs-policy manifests` prints with `where_to` and no `--ca-bundle`;
+/// no hook, no Job.
 fn self_managed_configurations(objects: &[Value], where_to: &[&str]) {
     for kind in [
         "ValidatingWebhookConfiguration",
@@ -212,10 +213,9 @@ fn self_managed_configurations(objects: &[Value], where_to: &[&str]) {
             );
         }
     }
-    let ca = ca_file();
-    let mut args = where_to.to_vec();
-    args.extend(["--ca-bundle", ca.to_str().unwrap()]);
-    let mut printed = manifests_webhooks(&args, false);
+    // `manifests` without --ca-bundle prints them as the self-managed server wants them: no
+    // caBundle (kept, so one would show).
+    let mut printed = manifests_webhooks(where_to, true);
     if !where_to.contains(&"--namespace") {
         // A karmada-apiserver's: without the ServiceExport webhook by default.
         drop_service_export_webhook(&mut printed);
