@@ -73,7 +73,7 @@ async fn a_provider_write_costs_one_apply_per_consumer_and_no_read() {
     let member3 = w.member3.clone().unwrap();
     tokio::time::sleep(Duration::from_millis(300)).await;
     // The upstream Multi-Cluster Services API's caches list once at start (these members do
-    // not serve it: listed again a minute later); that is the start, not the write's cost.
+    // not serve it: its CRDs are watched instead); that is the start, not the write's cost.
     for url in [&w.member1, &w.member2, &member3] {
         w.eventually("the upstream API's first lists", || async {
             let log = w.requests(url).await;
@@ -173,6 +173,106 @@ async fn a_resync_reads_only_the_caches() {
     .await;
     await_copy_address(&w, &w.member2, "10.1.0.8").await;
     await_copy_address(&w, &member3, "10.1.0.8").await;
+}
+
+/// The upstream Multi-Cluster Services API's CRDs, and the resources they define.
+const UPSTREAM: [(&str, &str); 3] = [
+    (
+        "multicluster.x-k8s.io_serviceexports.yaml",
+        "serviceexports.multicluster.x-k8s.io",
+    ),
+    (
+        "multicluster.x-k8s.io_serviceimports.yaml",
+        "serviceimports.multicluster.x-k8s.io",
+    ),
+    (
+        "about.k8s.io_clusterproperties.yaml",
+        "clusterproperties.about.k8s.io",
+    ),
+];
+
+/// The names of the CustomResourceDefinitions the cluster at `url` was asked to watch, sorted.
+async fn crd_watches(w: &World, url: &str) -> Vec<String> {
+    let log = get(&w.http, url, "/_sim/requests").await.unwrap();
+    let mut names: Vec<String> = log["requests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["resource"] == "customresourcedefinitions" && r["verb"] == "watch")
+        .map(|r| r["name"].as_str().unwrap_or_default().to_string())
+        .collect();
+    names.sort();
+    names
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_member_without_the_upstream_crds_costs_no_request_at_rest_and_joins_once_they_are_installed()
+ {
+    let listen = free_addr();
+    let flags = ["--metrics-listen", listen.as_str()];
+    let w = synced_to_two_consumers("no-crds-at-rest", "200ms", &flags).await;
+    let member3 = w.member3.clone().unwrap();
+    let members = [w.member1.clone(), w.member2.clone(), member3];
+    let mut watched: Vec<String> = UPSTREAM.iter().map(|(_, n)| n.to_string()).collect();
+    watched.sort();
+    // Each member answered 404 to each upstream resource's list once, and waits on one watch
+    // of each CRD, by name.
+    for url in &members {
+        w.eventually("a watch of each upstream CRD", || async {
+            (crd_watches(&w, url).await == watched).then_some(())
+        })
+        .await;
+        let lists = w.requests(url).await;
+        for resource in ["serviceexports", "serviceimports", "clusterproperties"] {
+            let listed = lists
+                .iter()
+                .filter(|r| **r == format!("list {resource}"))
+                .count();
+            assert_eq!(listed, 1, "{url}: {resource} listed once: {lists:?}");
+        }
+    }
+    let passes = || async {
+        let url = format!("http://{listen}/metrics");
+        let text = w.http.get(&url).send().await.ok()?.text().await.ok()?;
+        metric(&text, "mcs_policy_sync_passes_total")
+    };
+    for url in all_clusters(&w) {
+        w.clear_requests(&url).await;
+    }
+    let before = passes().await.unwrap();
+    tokio::time::sleep(Duration::from_millis(2000)).await;
+    let after = passes().await.unwrap();
+    assert!(after - before >= 4.0, "resyncs ran: {before} -> {after}");
+    for url in all_clusters(&w) {
+        assert_eq!(
+            w.requests(&url).await,
+            Vec::<String>::new(),
+            "no request to {url} at rest: no resync read, no upstream list again"
+        );
+        assert_eq!(crd_watches(&w, &url).await, Vec::<String>::new());
+    }
+
+    // The CRDs installed in member1 and member2: their watches list at once, and an export of
+    // member1 is imported in member2.
+    for url in [&w.member1, &w.member2] {
+        for (file, _) in UPSTREAM {
+            post(&w.http, url, CRDS, &crd(file)).await;
+        }
+    }
+    let ports = json!([{"name": "http", "port": 8080, "protocol": "TCP"}]);
+    let api = ObjectRef::new("shop", "api");
+    post(&w.http, &w.member1, SERVICES, &service_of(&api, ports)).await;
+    let slice = native_slice_of(&api, "api-abc", "10.1.0.9");
+    post(&w.http, &w.member1, SLICES, &slice).await;
+    let exports = "/apis/multicluster.x-k8s.io/v1beta1/namespaces/shop/serviceexports";
+    let export = json!({"apiVersion": "multicluster.x-k8s.io/v1beta1", "kind": "ServiceExport",
+        "metadata": {"name": "api", "namespace": "shop"}});
+    post(&w.http, &w.member1, exports, &export).await;
+    let import = "/apis/multicluster.x-k8s.io/v1beta1/namespaces/shop/serviceimports/api";
+    w.eventually("member1's export imported in member2", || async {
+        get(&w.http, &w.member2, import).await
+    })
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
