@@ -54,8 +54,9 @@ pub enum Command {
     Manifests(ManifestsArgs),
     /// Write the embedded policy component (for the wasmtime CLI, jco or another host).
     Component(ComponentArgs),
-    /// Delete the webhook configurations that `serve --certificate-secret` made (uninstall:
-    /// run it before removing the server, so no configuration points at nothing).
+    /// Delete the two webhook configurations of a name when they carry the label
+    /// app.kubernetes.io/managed-by=mcs-policy: those an earlier build's `serve
+    /// --certificate-secret` created itself, which nothing else removes.
     Unregister(UnregisterArgs),
 }
 
