@@ -25,7 +25,7 @@
 use futures::StreamExt;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{ApiResource, DynamicObject};
-use kube::runtime::watcher::{Event, watcher};
+use kube::runtime::watcher::{self, Event, watcher};
 use kube::{Api, Client};
 use serde_json::Value;
 use tokio::sync::Notify;
@@ -87,7 +87,10 @@ impl Crd {
     async fn watch(&self) -> Served {
         let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &crd_resource());
         let by_name = format!("metadata.name={}", self.name);
-        let config = super::watch::config().fields(&by_name);
+        // A consistent list, as every cache's ([`super::watch::config`]).
+        let config = watcher::Config::default()
+            .list_semantic(watcher::ListSemantic::MostRecent)
+            .fields(&by_name);
         let mut events = watcher(api, config).boxed();
         let mut listing = true;
         loop {
@@ -142,8 +145,8 @@ fn serves_version(crd: &Value, version: &str) -> bool {
 }
 
 /// A CRD watch's error, with its causes.
-fn watch_error(err: &kube::runtime::watcher::Error) -> String {
-    use kube::runtime::watcher::Error;
+fn watch_error(err: &watcher::Error) -> String {
+    use watcher::Error;
     match err {
         Error::InitialListFailed(e) | Error::WatchStartFailed(e) | Error::WatchFailed(e) => {
             chain(e)
