@@ -32,6 +32,14 @@
 //! deleted (409; the pass is retried once the store has caught up). Applies and replaces of
 //! our own objects are idempotent: made from a stale store they write what a fresh one would,
 //! or fail on the resourceVersion (409) and are re-read.
+//!
+//! **The files**, each one idea, import one way (docs/architecture.md, the controller's
+//! folders): what is kept of an object ([`kept`], [`watched`], [`interner`]), a store's health
+//! and a watch's retries ([`health`], [`retry`]), a store's groups and own writes ([`groups`],
+//! [`overlay`]), the store ([`store`]) and its writes' and scoped sides ([`writes`], [`scoped`]),
+//! waiting for a CRD ([`crd`]), the watch ([`watch`]), the scope ([`scope`]), who hears the
+//! watches ([`listener`]), the filler ([`fill`]), the caches ([`caches`], [`members`]). This file
+//! only declares and re-exports them; none of them imports it.
 
 pub mod caches;
 pub mod crd;
