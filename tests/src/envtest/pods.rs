@@ -513,6 +513,9 @@ mod tests {
     fn listen_is_appended() {
         let mut a = vec!["serve".into(), "--listen".into(), ":8443".into()];
         set_listen(&mut a, "127.0.0.2:8443");
-        assert_eq!(a, ["serve", "--listen", ":8443", "--listen", "127.0.0.2:8443"]);
+        assert_eq!(
+            a,
+            ["serve", "--listen", ":8443", "--listen", "127.0.0.2:8443"]
+        );
     }
 }
