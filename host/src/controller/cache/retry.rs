@@ -101,7 +101,8 @@ impl Failing {
 /// How long a watch of a resource the server does not serve (404 to its list: the CRD is not
 /// installed there) waits before listing again, ±[`JITTER`]. A CRD installed later is picked up
 /// within this; a cluster without it costs one list a minute per resource rather than one
-/// every [`BACKOFF_MAX`].
+/// every [`BACKOFF_MAX`]. A watch given its CRD waits for the CRD instead
+/// ([`super::crd`]), and for this long only when the CRD cannot be watched.
 pub const NOT_SERVED_RECHECK: Duration = Duration::from_secs(60);
 
 /// The waits between retries: [`BACKOFF_FIRST`] doubling to [`BACKOFF_MAX`], each moved by

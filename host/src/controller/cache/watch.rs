@@ -20,6 +20,11 @@
 //! back to 0.5 s once the watch works again. A 410 answer waits only the first step: the
 //! server answers, and the list that follows is the remedy.
 //!
+//! A 404 to the list (the resource is not served) is not retried on the backoff: a watch given
+//! the CRD of its resource ([`Watch::run_served_by`]: the upstream Multi-Cluster Services API's)
+//! waits for that CRD on a watch of it by name and lists once it is established, at no
+//! request at rest ([`super::crd`]); any other lists again a minute later.
+//!
 //! kube-runtime's `WatchStreamExt::backoff` is not used: it sleeps inside the stream, where
 //! [`Watch::wake`] cannot cut the wait short, and it resets on any item, including the `Init`
 //! the watcher yields *before* each list request, so a list that keeps failing would be
