@@ -287,8 +287,8 @@ fn member(
     decision
 }
 
-/// Whether an export's endpoints are imported: it has no ports, or at least one of its ports is
-/// the import's (same number and protocol).
+/// Whether an export's endpoints are imported: it has no ports, or it contributes at least one
+/// (see [`resolve::merge_ports`]).
 fn imported(c: &Contributor<'_>, resolved: &resolve::Resolved) -> bool {
     c.properties.ports.is_empty()
         || resolved

@@ -3,7 +3,7 @@
 //! export's new ports in precedence order; a port is the same port as one already in the union
 //! when it has its name, else its number and protocol), and every property on which some export
 //! differs from the winner is a conflict, reported with the Multi-Cluster Services API's
-//! reasons. Each export contributes the ports whose number and protocol are the union's.
+//! reasons. Each export contributes the ports whose protocol is that of the union's port.
 
 use std::collections::BTreeMap;
 
@@ -47,8 +47,8 @@ pub struct Resolved {
 /// Merges `ports` (one export's) into `union`: a port is the union's port of the same name,
 /// else of the same number and protocol, else a new port, added only when it and every port
 /// of the union are named (a Service of several ports names them all). Answers the ports this
-/// export contributes: its port's name to the union port's name, for every port whose number
-/// and protocol are the union port's.
+/// export contributes: its port's name to the union port's name, for every port whose protocol
+/// is the union port's.
 pub fn merge_ports(union: &mut Vec<Port>, ports: &[Port]) -> BTreeMap<String, String> {
     let mut contributed = BTreeMap::new();
     for port in ports {
@@ -59,8 +59,11 @@ pub fn merge_ports(union: &mut Vec<Port>, ports: &[Port]) -> BTreeMap<String, St
         });
         match same {
             Some(i) => {
+                // A Service port's number is only its front: the backends serve the slice's
+                // port, which the import's port reaches by name. Another protocol is another
+                // port.
                 let u = &union[i];
-                if u.port == port.port && u.protocol == port.protocol {
+                if u.protocol == port.protocol {
                     contributed.insert(port.name.clone(), u.name.clone());
                 }
             }

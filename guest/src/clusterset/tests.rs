@@ -681,7 +681,7 @@ fn an_id_too_long_for_a_label_labels_slices_by_a_short_form_that_leads_back_to_i
     let mut ma = member("a", a.clone());
     ma.cluster_property = Some(long.clone());
     let first = pass(vec![ma, member("c", Held::default())]);
-    assert_eq!(first.exporters, [long.clone()]);
+    assert_eq!(first.exporters, std::slice::from_ref(&long));
     let s = &first.members[1].apply_slices[0];
     assert_eq!(
         label(s, "multicluster.kubernetes.io/source-cluster"),
@@ -690,7 +690,7 @@ fn an_id_too_long_for_a_label_labels_slices_by_a_short_form_that_leads_back_to_i
     let c = after(Held::default(), &first.members[1], "10.200.0.1");
     assert_eq!(
         import::status_clusters(c.import.as_ref().unwrap()),
-        [long.clone()]
+        std::slice::from_ref(&long)
     );
 
     // a cannot be read: c's slice from it stays and the import still lists the whole id.
@@ -1037,7 +1037,7 @@ fn an_imported_slice_carries_only_the_ports_its_export_contributes() {
     );
     let b = exporter(
         "2026-11-02T00:00:00Z",
-        service(&[("http", 81, "TCP"), ("metrics", 9090, "TCP")], false),
+        service(&[("http", 80, "UDP"), ("metrics", 9090, "TCP")], false),
         vec![slice_with_ports(
             "web-b",
             "10.1.0.1",
@@ -1066,7 +1066,40 @@ fn an_imported_slice_carries_only_the_ports_its_export_contributes() {
         assert_eq!(
             slice_ports(from("b")),
             [(Some("metrics".into()), Some(9090))],
-            "b's http is port 81, not the import's 80: no traffic for it goes to b"
+            "b's http is UDP, the import's TCP: no traffic for it goes to b"
+        );
+    }
+}
+
+#[test]
+fn a_port_of_the_same_name_and_protocol_on_another_number_is_still_served() {
+    let a = exporter(
+        "2026-11-01T00:00:00Z",
+        service(&[("http", 80, "TCP")], false),
+        vec![slice_with_ports(
+            "web-a",
+            "10.0.0.1",
+            &[(Some("http"), 8080)],
+        )],
+    );
+    let b = exporter(
+        "2026-11-02T00:00:00Z",
+        service(&[("http", 81, "TCP")], false),
+        vec![slice_with_ports(
+            "web-b",
+            "10.1.0.1",
+            &[(Some("http"), 8081)],
+        )],
+    );
+    let d = pass(vec![member("a", a), member("b", b)]);
+    assert_eq!(d.conflicts, ["PortConflict"]);
+    for m in &d.members {
+        assert_eq!(m.apply_slices.len(), 2, "b's backends serve http on 8081");
+        assert_eq!(
+            condition(&conditions(m), "Ready")["status"],
+            "True",
+            "{}",
+            m.cluster
         );
     }
 }
