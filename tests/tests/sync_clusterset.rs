@@ -450,3 +450,82 @@ async fn exports_sync_when_the_hub_serves_no_multiclusterservices() {
     })
     .await;
 }
+
+/// Exports `<ns>/web` from the cluster at `url` (the namespace created there first).
+async fn export_in(w: &World, url: &str, ns: &str, address: &str) {
+    ensure_namespace(&w.http, url, ns).await;
+    let mut svc = service("web", web_spec(80));
+    svc["metadata"]["namespace"] = json!(ns);
+    post(
+        &w.http,
+        url,
+        &format!("/api/v1/namespaces/{ns}/services"),
+        &svc,
+    )
+    .await;
+    let mut slice = native_slice_of(&ObjectRef::new(ns, "web"), "web-abc", address);
+    slice["metadata"]["namespace"] = json!(ns);
+    post(&w.http, url, &slices_path(ns), &slice).await;
+    let mut e = export("web");
+    e["metadata"]["namespace"] = json!(ns);
+    post(
+        &w.http,
+        url,
+        &format!("/apis/multicluster.x-k8s.io/v1beta1/namespaces/{ns}/serviceexports"),
+        &e,
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_member_without_the_namespace_gets_no_namespace_and_the_import_once_it_is_created() {
+    let mut w = clusterset("clusterset-namespace", false, &[]).await;
+    w.spawn_sync(NO_RESYNC, &[]);
+    w.eventually("the controller's caches listed", || async {
+        w.logs().contains("caches listed").then_some(())
+    })
+    .await;
+    export_in(&w, &w.member1, "payments", "10.1.0.1").await;
+    let import_at = "/apis/multicluster.x-k8s.io/v1beta1/namespaces/payments/serviceimports/web";
+    w.eventually("the import in the exporter", || async {
+        get(&w.http, &w.member1, import_at).await.filter(has_ips)
+    })
+    .await;
+    // member2 has no namespace payments: it gets neither the namespace nor anything in it, and
+    // the passes do not fail for it.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert!(
+        get(&w.http, &w.member2, "/api/v1/namespaces/payments")
+            .await
+            .is_none(),
+        "the clusterset side created a namespace in member2"
+    );
+    assert!(get(&w.http, &w.member2, import_at).await.is_none());
+    assert!(
+        !w.logs().contains("clusterset write failed"),
+        "a missing namespace is no failure: {}",
+        w.logs()
+    );
+
+    // Once member2 has the namespace, the import and the endpoints arrive.
+    ensure_namespace(&w.http, &w.member2, "payments").await;
+    w.eventually("the import in member2", || async {
+        get(&w.http, &w.member2, import_at).await.filter(has_ips)
+    })
+    .await;
+    w.eventually("the endpoints in member2", || async {
+        let path = format!(
+            "{}?labelSelector={MCS_SERVICE_NAME}%3Dweb",
+            slices_path("payments")
+        );
+        let items = get(&w.http, &w.member2, &path).await?["items"].clone();
+        let addresses: Vec<Value> = items
+            .as_array()?
+            .iter()
+            .map(|s| s["endpoints"][0]["addresses"][0].clone())
+            .collect();
+        (addresses == [json!("10.1.0.1")]).then_some(())
+    })
+    .await;
+    assert!(!w.logs().contains("panicked"), "{}", w.logs());
+}

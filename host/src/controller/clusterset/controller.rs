@@ -231,6 +231,10 @@ async fn reconcile(key: Arc<DynamicObject>, shared: Arc<Shared>) -> Result<Actio
         // holds in a moment (its watch event is on the way).
         return Ok(Action::requeue(Duration::from_millis(200)));
     }
+    if let Some(wait) = outcome.waiting {
+        // A member lacks the namespace: try again when its gate opens (write::gate).
+        return Ok(Action::requeue(wait + Duration::from_millis(50)));
+    }
     Ok(Action::await_change())
 }
 

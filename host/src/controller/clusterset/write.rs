@@ -7,11 +7,23 @@
 //!   409 (someone else wrote the export since the cache showed it) ends the write, and the
 //!   pass is run again on what the cache holds then ([`Outcome::conflicts`]).
 //! - ServiceImport, its status, the derived Service, imported slices: server-side apply with
-//!   the controller's field manager (creating the namespace when the member lacks it).
+//!   the controller's field manager.
 //! - Deletions carry the uid and resourceVersion the pass read as preconditions.
+//!
+//! **A member without the namespace** gets nothing: the clusterset side never creates a
+//! namespace (who may export a Service in one member must not create namespaces fleet-wide;
+//! the import arrives where the namespace exists, as KEP-1645 has it). The first write refused
+//! with `404 namespaces "<ns>" not found` ends that member's writes for the pass without
+//! failing it, and shuts a gate for the member and namespace ([`gate`]): until it opens, the
+//! passes over that namespace's names write nothing there and ask to be run again when it
+//! opens (after 1 s, then twice as long each time the namespace is still missing, at most
+//! 60 s), so whatever the number of names, a member is asked at most once per wait whether
+//! the namespace exists, and the import arrives within that wait of its creation.
 //!
 //! Every write goes through its store's [`Store::writing`] guard: its own watch event is not
 //! news, anybody else's change meanwhile asks for another pass.
+
+use std::time::Duration;
 
 use futures::future::join_all;
 use k8s_openapi::api::core::v1::Service;
@@ -25,7 +37,7 @@ use super::read::{Read, Snapshot};
 use crate::clusters::api_error::{Kind, chain, kind_of};
 use crate::controller::cache::{Cached, Store, kept};
 use crate::controller::pass::write::apply::{apply_copy, delete_slice};
-use crate::controller::pass::write::namespace::with_namespace;
+use crate::controller::pass::write::namespace::is_missing_namespace;
 use crate::controller::probes::metrics::Metrics;
 use crate::engine::convert;
 use crate::engine::types::{ClustersetDecision, ClustersetMemberDecision, ObjectWrite};
@@ -39,6 +51,8 @@ pub struct Outcome {
     pub failures: Vec<(String, Kind)>,
     /// ServiceExport status writes refused on their resourceVersion: run the pass again.
     pub conflicts: usize,
+    /// Some member lacks the namespace: run the pass again after this long (the soonest).
+    pub waiting: Option<Duration>,
 }
 
 /// Where a pass writes: the clients and what the writes need.
@@ -71,6 +85,10 @@ pub async fn write_all(
         outcome.written += part.written;
         outcome.failures.extend(part.failures);
         outcome.conflicts += part.conflicts;
+        outcome.waiting = match (outcome.waiting, part.waiting) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
     }
     outcome
 }
@@ -85,30 +103,51 @@ async fn member(
     let mut outcome = Outcome::default();
     let cluster = decision.cluster.as_str();
     let (namespace, name) = (target.namespace, target.name);
-    let mut done = |what: &'static str, result: Result<bool, kube::Error>| match result {
-        Ok(wrote) => {
-            if wrote {
-                outcome.written += 1;
-                target.metrics.clusterset_write(what);
+    let gate = gate::Key::new(target.keys, cluster, namespace);
+    if let Some(wait) = gate::closed(&gate) {
+        tracing::debug!(cluster, %namespace, %name, "namespace missing in the member: nothing written there");
+        outcome.waiting = Some(wait);
+        return outcome;
+    }
+    // Whether the member lacks the namespace: its writes end, the pass goes on.
+    let mut missing = false;
+    let mut done = |what: &'static str, result: Result<bool, kube::Error>| -> bool {
+        match result {
+            Ok(wrote) => {
+                gate::open(&gate);
+                if wrote {
+                    outcome.written += 1;
+                    target.metrics.clusterset_write(what);
+                }
+            }
+            Err(err) if is_missing_namespace(&err, namespace) => {
+                let wait = gate::shut(&gate);
+                tracing::info!(cluster, %namespace, %name, retry_in = ?wait,
+                    "namespace missing in the member: not imported there until it exists");
+                outcome.waiting = Some(wait);
+                missing = true;
+            }
+            Err(err) => {
+                let kind = kind_of(&err);
+                if what == "export_status" && kind == Kind::Conflict {
+                    tracing::debug!(cluster, %namespace, %name, "serviceexport changed since read: deciding again");
+                    outcome.conflicts += 1;
+                    return true;
+                }
+                tracing::warn!(cluster, %namespace, %name, write = what, error = %chain(&err),
+                    "clusterset write failed");
+                outcome.failures.push((cluster.to_string(), kind));
             }
         }
-        Err(err) => {
-            let kind = kind_of(&err);
-            if what == "export_status" && kind == Kind::Conflict {
-                tracing::debug!(cluster, %namespace, %name, "serviceexport changed since read: deciding again");
-                outcome.conflicts += 1;
-                return;
-            }
-            tracing::warn!(cluster, %namespace, %name, write = what, error = %chain(&err),
-                "clusterset write failed");
-            outcome.failures.push((cluster.to_string(), kind));
-        }
+        !missing
     };
-    if let Some(conditions) = &decision.export_conditions {
-        done(
+    if let Some(conditions) = &decision.export_conditions
+        && !done(
             "export_status",
             export_status(target, client, read, conditions).await,
-        );
+        )
+    {
+        return outcome;
     }
     let imports = &read.stores.imports;
     match &decision.service_import {
@@ -116,10 +155,9 @@ async fn member(
         ObjectWrite::Apply(body) => {
             let api: Api<DynamicObject> =
                 Api::namespaced_with(client.clone(), namespace, &import_resource());
-            done(
-                "import",
-                apply(target, client, &api, imports, body, false).await,
-            );
+            if !done("import", apply(target, &api, imports, body, false).await) {
+                return outcome;
+            }
         }
         ObjectWrite::Delete(only) => {
             let api: Api<DynamicObject> =
@@ -131,10 +169,12 @@ async fn member(
     if let Some(status) = &decision.service_import_status {
         let api: Api<DynamicObject> =
             Api::namespaced_with(client.clone(), namespace, &import_resource());
-        done(
+        if !done(
             "import_status",
-            apply(target, client, &api, imports, status, true).await,
-        );
+            apply(target, &api, imports, status, true).await,
+        ) {
+            return outcome;
+        }
     }
     if let Some(cache) = &read.cache {
         let derived = derived_name(namespace, name);
@@ -142,12 +182,14 @@ async fn member(
         match &decision.derived_service {
             ObjectWrite::Leave => {}
             ObjectWrite::Apply(body) => {
-                let result = apply(target, client, &api, &cache.services, body, false).await;
+                let result = apply(target, &api, &cache.services, body, false).await;
                 if matches!(result, Ok(true)) {
                     // The import lists the IP the API server gave it: the next pass reads it.
                     target.keys.trigger(namespace, name);
                 }
-                done("derived_service", result);
+                if !done("derived_service", result) {
+                    return outcome;
+                }
             }
             ObjectWrite::Delete(only) => {
                 let result = delete(target, &api, &cache.services, &derived, only).await;
@@ -175,7 +217,9 @@ async fn member(
                     Err(source_of(err))
                 }
             };
-            done("slice", result);
+            if !done("slice", result) {
+                return outcome;
+            }
         }
         for only in &decision.delete_slices {
             let writing = cache.slices.writing(namespace, &only.name);
@@ -290,7 +334,6 @@ impl Keep for Service {
 /// (`status`); whether the object changed.
 async fn apply<K>(
     target: &Target<'_>,
-    client: &Client,
     api: &Api<K>,
     store: &Store<K::Kept>,
     body: &str,
@@ -312,14 +355,13 @@ where
     let params = PatchParams::apply(target.field_manager).force();
     let patch = Patch::Apply(&body);
     let writing = store.writing(namespace, &object_name);
-    let result = with_namespace(client, namespace, || async {
-        if status {
-            api.patch_status(&object_name, &params, &patch).await
-        } else {
-            api.patch(&object_name, &params, &patch).await
-        }
-    })
-    .await;
+    // Never creates the namespace: a write into a missing one is refused, and the member
+    // skipped (see the module's documentation).
+    let result = if status {
+        api.patch_status(&object_name, &params, &patch).await
+    } else {
+        api.patch(&object_name, &params, &patch).await
+    };
     match result {
         Ok(written) => {
             let changed = written.version() != before.as_deref();
@@ -373,6 +415,92 @@ where
                 target.keys.trigger(namespace, target.name);
             }
             Err(err)
+        }
+    }
+}
+
+/// Which members lack which namespaces, as the clusterset side's writes found: per member and
+/// namespace, when to try again and how long the wait after that will be. Keyed also by the
+/// controller (its [`Keys`]), so two controllers in one process never share a gate.
+pub mod gate {
+    use std::collections::HashMap;
+    use std::sync::{Mutex, OnceLock};
+    use std::time::{Duration, Instant};
+
+    use super::Keys;
+
+    /// The first wait, and the longest.
+    pub const FIRST: Duration = Duration::from_secs(1);
+    pub const LONGEST: Duration = Duration::from_secs(60);
+
+    /// A member's namespace, for one controller.
+    #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+    pub struct Key {
+        controller: usize,
+        cluster: String,
+        namespace: String,
+    }
+
+    impl Key {
+        pub fn new(keys: &Keys, cluster: &str, namespace: &str) -> Key {
+            Key {
+                controller: std::ptr::from_ref(keys) as usize,
+                cluster: cluster.to_string(),
+                namespace: namespace.to_string(),
+            }
+        }
+    }
+
+    struct Shut {
+        until: Instant,
+        wait: Duration,
+    }
+
+    fn gates() -> std::sync::MutexGuard<'static, HashMap<Key, Shut>> {
+        static GATES: OnceLock<Mutex<HashMap<Key, Shut>>> = OnceLock::new();
+        let gates = GATES.get_or_init(|| Mutex::new(HashMap::new()));
+        gates
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// How long until the gate opens, `None` when it is open. A shut gate whose time has come
+    /// lets this pass through and stays shut for the others (this pass tries the namespace).
+    pub fn closed(key: &Key) -> Option<Duration> {
+        let mut gates = gates();
+        let gate = gates.get_mut(key)?;
+        let now = Instant::now();
+        if now >= gate.until {
+            gate.until = now + gate.wait;
+            return None;
+        }
+        Some(gate.until - now)
+    }
+
+    /// The namespace is missing: shuts the gate, or doubles its wait (at most [`LONGEST`]);
+    /// answers the wait.
+    pub fn shut(key: &Key) -> Duration {
+        let mut gates = gates();
+        let now = Instant::now();
+        let wait = match gates.get(key) {
+            None => FIRST,
+            Some(gate) => (gate.wait * 2).min(LONGEST),
+        };
+        gates.insert(
+            key.clone(),
+            Shut {
+                until: now + wait,
+                wait,
+            },
+        );
+        wait
+    }
+
+    /// A write went through: the namespace exists.
+    pub fn open(key: &Key) {
+        let mut gates = gates();
+        if !gates.is_empty() {
+            gates.remove(key);
         }
     }
 }
