@@ -68,3 +68,4 @@ pub use members::Members;
 pub use scope::Scope;
 pub use store::Store;
 pub use watch::News;
+pub use writes::Writing;
