@@ -1,9 +1,13 @@
 //! `clusterset-decide`: one answer per member in order; nothing written in an unreadable member;
 //! nothing deleted that does not carry our markers or was read without a uid; imported slices
-//! ours and named within 63 bytes; a conflict only with a winner.
+//! ours and named within 63 bytes, their source-cluster label a valid label value, and none
+//! beside a derived Service that is not ours; a conflict only with a winner; members sharing a
+//! cluster id are no error.
 
 use guest::clusterset::{CREATED_BY, CREATED_BY_LABEL};
-use guest::filter::{CLUSTERSET_MANAGER, MANAGED_BY_LABEL, MC_SERVICE_NAME_LABEL};
+use guest::filter::{
+    CLUSTERSET_MANAGER, MANAGED_BY_LABEL, MC_SERVICE_NAME_LABEL, MC_SOURCE_CLUSTER_LABEL,
+};
 use mcs_policy::engine::types as h;
 use serde_json::Value;
 
@@ -39,6 +43,11 @@ pub(super) fn decide(
     let d = match answer {
         Err(message) => {
             ensure!(call, !message.is_empty(), "an error says why");
+            ensure!(
+                call,
+                !message.contains("share the cluster id"),
+                "members sharing an id are no error: {message}"
+            );
             return;
         }
         Ok(d) => d,
@@ -114,6 +123,32 @@ pub(super) fn decide(
                 m.cluster,
                 s.name
             );
+            ensure!(
+                call,
+                label(&s.labels, MC_SOURCE_CLUSTER_LABEL)
+                    .is_some_and(|v| guest::names::label_value(v).is_empty()),
+                "{}: imported slice {} has no valid source-cluster label",
+                m.cluster,
+                s.name
+            );
         }
+        let derived_foreign = o
+            .derived_service
+            .as_ref()
+            .and_then(|t| serde_json::from_str::<Value>(t).ok())
+            .is_some_and(|v| {
+                v.pointer(&format!(
+                    "/metadata/labels/{}",
+                    CREATED_BY_LABEL.replace('/', "~1")
+                ))
+                .and_then(Value::as_str)
+                    != Some(CREATED_BY)
+            });
+        ensure!(
+            call,
+            !derived_foreign || m.apply_slices.is_empty(),
+            "{}: imported slices written beside a derived Service that is not ours",
+            m.cluster
+        );
     }
 }

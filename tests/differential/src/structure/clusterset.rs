@@ -15,7 +15,14 @@ use super::{
 };
 use crate::Call;
 
-const IDS: &[&str] = &["east-1", "member2", "Not_An_Id", ""];
+const IDS: &[&str] = &[
+    "east-1",
+    "member2",
+    "Not_An_Id",
+    "",
+    "east-1.prod.example.com",
+    "a-cluster-id-well-over-sixty-three-characters-long.region-one.example.com",
+];
 const API_VERSIONS: &[&str] = &[
     "multicluster.x-k8s.io/v1beta1",
     "multicluster.x-k8s.io/v1alpha1",
@@ -39,7 +46,7 @@ fn export(u: &mut Unstructured<'_>) -> Result<Value> {
         "metadata": {"name": "web", "namespace": "shop", "creationTimestamp": created, "generation": 1},
     });
     if u.ratio(1, 4)? {
-        e["spec"] = json!({"exportedLabels": {"team": string(u, &["a", "b"])?}});
+        e["spec"] = json!({"exportedLabels": {"team": string(u, &["a", "b", "not a value!"])?}});
     }
     if u.ratio(1, 6)? {
         e["metadata"]["deletionTimestamp"] = json!("2024-05-01T10:00:00Z");
