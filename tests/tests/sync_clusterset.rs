@@ -529,3 +529,35 @@ async fn a_member_without_the_namespace_gets_no_namespace_and_the_import_once_it
     .await;
     assert!(!w.logs().contains("panicked"), "{}", w.logs());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn members_sharing_a_cluster_id_are_reported_and_the_rest_is_still_served() {
+    let mut w = clusterset("clusterset-duplicate-id", true, &[]).await;
+    let member3 = w.member3.clone().unwrap();
+    let property = json!({"apiVersion": "about.k8s.io/v1beta1", "kind": "ClusterProperty",
+        "metadata": {"name": "cluster.clusterset.k8s.io"}, "spec": {"value": "same.example.com"}});
+    post(&w.http, &w.member1, PROPERTIES, &property).await;
+    post(&w.http, &w.member2, PROPERTIES, &property).await;
+    w.spawn_sync(NO_RESYNC, &[]);
+    export_service(&w, &w.member1, "web", web_spec(80), "10.1.0.1").await;
+    export_service(&w, &member3, "web", web_spec(80), "10.3.0.1").await;
+    let valid = w
+        .eventually("Valid=False on member1's export", || async {
+            export_condition(&w, &w.member1, "web", "Valid")
+                .await
+                .filter(|c| c["status"] == "False")
+        })
+        .await;
+    assert_eq!(valid["reason"], "DuplicateClusterID", "{valid}");
+    let urls = [w.member1.as_str(), w.member2.as_str(), member3.as_str()];
+    await_imports(&w, &urls, "web", "member3's export imported", |i| {
+        i["status"]["clusters"] == json!([{"cluster": "member3"}]) && has_ips(i)
+    })
+    .await;
+    for url in urls {
+        w.eventually("member3's endpoints", || async {
+            (imported_addresses(&w, url, "web").await == ["10.3.0.1"]).then_some(())
+        })
+        .await;
+    }
+}
