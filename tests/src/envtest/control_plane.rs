@@ -25,6 +25,9 @@ pub struct ControlPlane {
     pub index: u8,
     apiserver: Mutex<Option<Process>>,
     etcd: Mutex<Option<Process>>,
+    /// The stdin of a `sh` that removes `dir` when it closes (also at the test process's exit,
+    /// for control planes in statics, which are never dropped), unless told `keep`.
+    cleaner: Mutex<Option<std::process::ChildStdin>>,
     /// Holds the index: bound while this control plane runs (other processes' too).
     _reservation: TcpListener,
 }
@@ -62,6 +65,20 @@ impl ControlPlane {
         ));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
+        let cleaner = Command::new("sh")
+            .args([
+                "-c",
+                r#"read -r what; [ "$what" = keep ] || { sleep 1; rm -rf "$1"; }"#,
+                "sh",
+            ])
+            .arg(&dir)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("sh starts")
+            .stdin
+            .take();
 
         let ca = Ca::new("envtest-ca");
         let serving = ca.serving(&["127.0.0.1", "localhost", "kubernetes.default.svc"]);
@@ -166,6 +183,7 @@ impl ControlPlane {
             index,
             apiserver: Mutex::new(Some(apiserver)),
             etcd: Mutex::new(Some(etcd)),
+            cleaner: Mutex::new(cleaner),
             _reservation: reservation,
         };
         plane.wait_ready();
@@ -277,6 +295,19 @@ impl ControlPlane {
             .to_string()
     }
 
+    /// Keeps the temp dir (logs, etcd's data) when the test process ends: after a failure.
+    pub fn keep_dir(&self) {
+        use std::io::Write;
+        if let Some(mut stdin) = self
+            .cleaner
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+        {
+            let _ = stdin.write_all(b"keep\n");
+        }
+    }
+
     /// Stops the API server, then etcd.
     pub fn stop(&self) {
         for p in [&self.apiserver, &self.etcd] {
@@ -324,6 +355,7 @@ impl Drop for ControlPlane {
         if std::thread::panicking() {
             eprintln!("{}", self.logs());
             eprintln!("(kept {})", self.dir.display());
+            self.keep_dir();
             self.stop();
         } else {
             self.stop();
@@ -338,7 +370,8 @@ pub struct LogsOnPanic<'a>(&'a ControlPlane);
 impl Drop for LogsOnPanic<'_> {
     fn drop(&mut self) {
         if std::thread::panicking() {
-            eprintln!("{}\n(in {})", self.0.logs(), self.0.dir.display());
+            eprintln!("{}\n(kept {})", self.0.logs(), self.0.dir.display());
+            self.0.keep_dir();
         }
     }
 }
