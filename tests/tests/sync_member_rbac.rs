@@ -99,14 +99,17 @@ async fn the_member_rbac_allows_every_request_of_the_controller_and_nothing_it_d
     let mut w = World::bare_clusters("member-rbac", false).await;
     ensure_namespace(&w.http, &w.hub, "shop").await;
     ensure_namespace(&w.http, &w.member1, "shop").await;
+    // member2 gets the upstream API's CRDs only once the controller runs: until then the
+    // controller watches them by name, which the rules must allow too.
+    let upstream_crds = [
+        "multicluster.x-k8s.io_serviceexports.yaml",
+        "multicluster.x-k8s.io_serviceimports.yaml",
+        "about.k8s.io_clusterproperties.yaml",
+    ];
+    for file in upstream_crds {
+        post(&w.http, &w.member1, CRDS, &crd(file)).await;
+    }
     for url in [&w.member1, &w.member2] {
-        for file in [
-            "multicluster.x-k8s.io_serviceexports.yaml",
-            "multicluster.x-k8s.io_serviceimports.yaml",
-            "about.k8s.io_clusterproperties.yaml",
-        ] {
-            post(&w.http, url, CRDS, &crd(file)).await;
-        }
         delete(&w.http, url, "/_sim/requests").await;
     }
     w.spawn_sync("200ms", &[]);
@@ -135,6 +138,10 @@ async fn the_member_rbac_allows_every_request_of_the_controller_and_nothing_it_d
     template["spec"]["ports"] = more.clone();
     put(&w.http, &w.hub, &format!("{SERVICES}/web"), &template).await;
     w.await_service_ports(&w.member2, "member2", &more).await;
+
+    for file in upstream_crds {
+        post(&w.http, &w.member2, CRDS, &crd(file)).await;
+    }
 
     // The upstream API: an export imported in both members (ServiceImport and its status, the
     // derived Service, imported slices, the export's conditions), then withdrawn.
@@ -220,14 +227,14 @@ async fn the_member_rbac_allows_every_request_of_the_controller_and_nothing_it_d
             );
         }
     }
-    // The scenario's own writes of the export (a user's, not the controller's).
-    for verb in ["create", "delete"] {
-        let own = (
-            "multicluster.x-k8s.io".to_string(),
-            "serviceexports".to_string(),
-            verb.to_string(),
-        );
-        refused.remove(&own);
+    // The scenario's own writes of the export and of member2's CRDs (a user's, not the
+    // controller's).
+    for (group, resource, verb) in [
+        ("multicluster.x-k8s.io", "serviceexports", "create"),
+        ("multicluster.x-k8s.io", "serviceexports", "delete"),
+        ("apiextensions.k8s.io", "customresourcedefinitions", "create"),
+    ] {
+        refused.remove(&(group.to_string(), resource.to_string(), verb.to_string()));
     }
     assert!(
         refused.is_empty(),

@@ -209,7 +209,7 @@ pub(crate) fn preconditions<K: Cached>(read: Option<&K>) -> Option<Preconditions
 }
 
 /// A pass of MCS `object` (`namespace/name`), asked for when a write ends without an answer
-/// while someone else's changes of its object arrived ([`cache::store::Writing::or_else`]).
+/// while someone else's changes of its object arrived ([`cache::Writing::or_else`]).
 fn look_again(ctx: &Context, object: &str) -> impl FnOnce() + Send + Sync + 'static {
     let (triggers, object) = (ctx.triggers.clone(), object.to_string());
     move || triggers.send(&object, Instant::now())
