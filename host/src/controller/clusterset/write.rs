@@ -27,6 +27,7 @@ use std::time::Duration;
 
 use futures::future::join_all;
 use k8s_openapi::api::core::v1::Service;
+use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::api::{DeleteParams, DynamicObject, Patch, PatchParams, Preconditions};
 use kube::{Api, Client};
 use serde_json::{Value, json};
@@ -35,8 +36,10 @@ use super::keys::Keys;
 use super::names::{derived_name, export_resource, import_resource};
 use super::read::{Read, Snapshot};
 use crate::clusters::api_error::{Kind, chain, kind_of};
+use crate::controller::cache::watched::WatchedSlice;
 use crate::controller::cache::{Cached, Store, kept};
-use crate::controller::pass::write::apply::{apply_copy, delete_slice};
+use crate::controller::pass::conflict::on_conflict;
+use crate::controller::pass::write::apply::delete_slice;
 use crate::controller::pass::write::namespace::is_missing_namespace;
 use crate::controller::probes::metrics::Metrics;
 use crate::engine::convert;
@@ -201,7 +204,7 @@ async fn member(
             let slice_name = object.metadata.name.clone().unwrap_or_default();
             let before = cache.slices.get(namespace, &slice_name);
             let writing = cache.slices.writing(namespace, &slice_name);
-            let result = match apply_copy(client, cluster, target.field_manager, object).await {
+            let result = match apply_slice(client, target.field_manager, object).await {
                 Ok(applied) => {
                     let changed = applied.metadata.resource_version.as_deref()
                         != before.as_ref().and_then(|b| b.resource_version());
@@ -214,7 +217,7 @@ async fn member(
                     if writing.abandoned() {
                         target.keys.trigger(namespace, name);
                     }
-                    Err(source_of(err))
+                    Err(err)
                 }
             };
             if !done("slice", result) {
@@ -250,6 +253,21 @@ async fn member(
         }
     }
     outcome
+}
+
+/// Server-side applies an imported slice (retried on a conflict, as the MultiClusterService
+/// side's copies are); never creates the namespace, unlike the copies' writes.
+async fn apply_slice(
+    client: &Client,
+    field_manager: &str,
+    object: EndpointSlice,
+) -> Result<WatchedSlice, kube::Error> {
+    let namespace = object.metadata.namespace.clone().unwrap_or_default();
+    let name = object.metadata.name.clone().unwrap_or_default();
+    let api: Api<WatchedSlice> = Api::namespaced(client.clone(), &namespace);
+    let params = PatchParams::apply(field_manager).force();
+    let patch = Patch::Apply(&object);
+    on_conflict(|| api.patch(&name, &params, &patch)).await
 }
 
 /// The kube error under an apply or delete error of the MultiClusterService side's writes.
