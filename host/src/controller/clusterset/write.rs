@@ -469,6 +469,17 @@ pub mod gate {
         }
     }
 
+    #[cfg(test)]
+    impl Key {
+        pub fn for_test(controller: usize, cluster: &str, namespace: &str) -> Key {
+            Key {
+                controller,
+                cluster: cluster.to_string(),
+                namespace: namespace.to_string(),
+            }
+        }
+    }
+
     struct Shut {
         until: Instant,
         wait: Duration,
@@ -520,5 +531,39 @@ pub mod gate {
         if !gates.is_empty() {
             gates.remove(key);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::gate::{self, Key};
+
+    #[test]
+    fn a_missing_namespace_shuts_its_gate_doubling_the_wait_up_to_a_minute_until_a_write_goes_through()
+     {
+        let key = Key::for_test(1, "member2", "payments");
+        let other = Key::for_test(2, "member2", "payments");
+        assert_eq!(gate::closed(&key), None, "open at first");
+        assert_eq!(gate::shut(&key), gate::FIRST);
+        let wait = gate::closed(&key).expect("shut");
+        assert!(wait <= gate::FIRST);
+        assert_eq!(
+            gate::closed(&other),
+            None,
+            "another controller's gate is its own"
+        );
+        let mut waits = Vec::new();
+        for _ in 0..8 {
+            waits.push(gate::shut(&key));
+        }
+        assert_eq!(waits[0], Duration::from_secs(2));
+        assert_eq!(waits[1], Duration::from_secs(4));
+        assert_eq!(*waits.last().unwrap(), gate::LONGEST);
+        gate::open(&key);
+        assert_eq!(gate::closed(&key), None, "open once a write went through");
+        assert_eq!(gate::shut(&key), gate::FIRST, "and the wait starts over");
+        gate::open(&key);
     }
 }
