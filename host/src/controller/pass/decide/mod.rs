@@ -154,7 +154,8 @@ impl Decider {
 
     /// WIT `clusterset-decide`: what every member must write for the exported name `object`
     /// (`namespace/name`), from what the pass read. `Err(Decode)` carries the component's
-    /// answer when an object is not JSON of its kind or two members share a cluster id.
+    /// answer when an object is not JSON of its kind (members sharing a cluster id are not an
+    /// error: the component reports them on their exports and serves the rest).
     pub async fn clusterset_decide(
         &self,
         object: &str,
