@@ -232,7 +232,11 @@ async fn the_member_rbac_allows_every_request_of_the_controller_and_nothing_it_d
     for (group, resource, verb) in [
         ("multicluster.x-k8s.io", "serviceexports", "create"),
         ("multicluster.x-k8s.io", "serviceexports", "delete"),
-        ("apiextensions.k8s.io", "customresourcedefinitions", "create"),
+        (
+            "apiextensions.k8s.io",
+            "customresourcedefinitions",
+            "create",
+        ),
     ] {
         refused.remove(&(group.to_string(), resource.to_string(), verb.to_string()));
     }
