@@ -232,7 +232,7 @@ async fn reconcile(key: Arc<DynamicObject>, shared: Arc<Shared>) -> Result<Actio
         return Ok(Action::requeue(Duration::from_millis(200)));
     }
     if let Some(wait) = outcome.waiting {
-        // A member lacks the namespace: try again when its gate opens (write::gate).
+        // A member lacks the namespace: try again when its gate opens (gates.rs).
         return Ok(Action::requeue(wait + Duration::from_millis(50)));
     }
     Ok(Action::await_change())

@@ -20,6 +20,7 @@ use kube::runtime::reflector::ObjectRef;
 use kube::runtime::reflector::store::Writer;
 use kube::runtime::watcher::Event;
 
+use super::gates::NamespaceGates;
 use super::names::derived_name;
 use crate::controller::cache::Scope;
 
@@ -33,6 +34,8 @@ pub struct Keys {
     inner: Mutex<Inner>,
     scope: Scope,
     sender: mpsc::UnboundedSender<ObjectRef<DynamicObject>>,
+    /// The members' missing namespaces, as this controller's writes found them.
+    namespace_gates: NamespaceGates,
 }
 
 struct Inner {
@@ -61,7 +64,13 @@ impl Keys {
             }),
             scope,
             sender,
+            namespace_gates: NamespaceGates::default(),
         }
+    }
+
+    /// The members' missing namespaces, as this controller's writes found them.
+    pub fn namespace_gates(&self) -> &NamespaceGates {
+        &self.namespace_gates
     }
 
     fn inner(&self) -> std::sync::MutexGuard<'_, Inner> {

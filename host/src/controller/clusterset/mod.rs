@@ -35,8 +35,10 @@
 
 pub mod cache;
 pub mod controller;
+pub mod gates;
 pub mod keys;
 pub mod names;
+pub mod objects;
 pub mod read;
 pub mod resync;
 pub mod triggers;
