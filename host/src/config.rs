@@ -85,6 +85,11 @@ pub enum EvalCommand {
     /// answer; failures; current: conditions, generation, now; reported); prints the conditions
     /// to write, the Events due, what to remember as reported and whether to retry.
     Conclude(EvalArgs),
+    /// One pass of the Multi-Cluster Services API over one exported name: REQUEST is a
+    /// clusterset-decide input (namespace, name, now, members with their ServiceExport,
+    /// Service, slices, ServiceImport, derived Service and imported slices); prints
+    /// {"ok": decision} with every member's writes, or {"err": message}.
+    ClustersetDecide(EvalArgs),
 }
 
 /// `mcs-policy component`.

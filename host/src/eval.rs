@@ -1,11 +1,17 @@
 //! `mcs-policy eval`: one decision offline, through the component (never a native copy).
-//! Reads an AdmissionReview (or, for `filter`, `service`, `load-balancer`, `decide` and
-//! `conclude`, their input) as JSON or YAML from a file or stdin and prints the answer as JSON
-//! on stdout. `decide` and `conclude`, the sync pass's calls, are in [`decide`] and
-//! [`conclude`].
+//! Reads an AdmissionReview (or, for `filter`, `service`, `load-balancer`, `decide`,
+//! `conclude` and `clusterset-decide`, their input) as JSON or YAML from a file or stdin and
+//! prints the answer as JSON on stdout. `decide` and `conclude`, the sync pass's calls, are in
+//! [`decide`] and [`conclude`]; `clusterset-decide`, the Multi-Cluster Services API's pass, in
+//! [`clusterset`].
 
+mod clusterset;
 mod conclude;
 mod decide;
+
+pub use clusterset::{
+    clusterset_answer, clusterset_decide, clusterset_decide_json, clusterset_input,
+};
 
 pub use conclude::{ConcludeArgs, conclude, conclude_answer, conclude_input, conclude_json};
 pub use decide::{DecideArgs, decide, decide_answer, decide_input, decide_json};
@@ -72,6 +78,8 @@ pub enum EvalError {
     DecideInput { input: String, reason: String },
     #[error("{input} is not a conclude input: {reason}")]
     ConcludeInput { input: String, reason: String },
+    #[error("{input} is not a clusterset-decide input: {reason}")]
+    ClustersetInput { input: String, reason: String },
     #[error(transparent)]
     Engine(#[from] EngineError),
 }

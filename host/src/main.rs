@@ -67,6 +67,7 @@ fn run_eval(what: EvalCommand) -> anyhow::Result<()> {
         EvalCommand::LoadBalancer(a) => (a, "load-balancer"),
         EvalCommand::Decide(a) => (a, "decide"),
         EvalCommand::Conclude(a) => (a, "conclude"),
+        EvalCommand::ClustersetDecide(a) => (a, "clusterset-decide"),
     };
     let engine = args.engine.load()?;
     let budget = Duration::from_millis(args.budget_ms);
@@ -81,6 +82,9 @@ fn run_eval(what: EvalCommand) -> anyhow::Result<()> {
         serde_json::to_writer_pretty(&mut stdout, &answer)?;
     } else if kind == "decide" {
         let answer = eval::decide(&engine, &args.request, budget)?;
+        serde_json::to_writer_pretty(&mut stdout, &answer)?;
+    } else if kind == "clusterset-decide" {
+        let answer = eval::clusterset_decide(&engine, &args.request, budget)?;
         serde_json::to_writer_pretty(&mut stdout, &answer)?;
     } else if kind == "conclude" {
         let answer = eval::conclude(&engine, &args.request, budget)?;

@@ -5,7 +5,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 
-use serde_json::Value;
+use serde_json::{Value, json};
 use tests::binary;
 use tests::fixtures::{AdmissionCase, load};
 
@@ -248,6 +248,127 @@ fn eval_decide_and_conclude_print_the_answers_and_refuse_malformed_inputs() {
     assert!(out["err"].as_str().is_some_and(|m| !m.is_empty()), "{out}");
 }
 
+/// An `eval clusterset-decide` answer in the shape of a clusterset fixture's `expect`
+/// (tests/fixtures/README.md): conditions as `"<status> <reason>"` per type, the ServiceImport
+/// status as its cluster ids, applied slices as name, labels and addresses, notes left out.
+fn clusterset_summary(answer: &Value) -> Value {
+    let Some(d) = answer.get("ok") else {
+        return answer.clone();
+    };
+    let members: Vec<Value> = d["members"]
+        .as_array()
+        .expect("members")
+        .iter()
+        .map(|m| {
+            let conditions = m["exportConditions"].as_array().map(|list| {
+                let by_type: serde_json::Map<String, Value> = list
+                    .iter()
+                    .map(|c| {
+                        let (t, s, r) = (&c["type"], &c["status"], &c["reason"]);
+                        let (t, s, r) = (t.as_str(), s.as_str(), r.as_str());
+                        (
+                            t.unwrap_or_default().to_string(),
+                            json!(format!(
+                                "{} {}",
+                                s.unwrap_or_default(),
+                                r.unwrap_or_default()
+                            )),
+                        )
+                    })
+                    .collect();
+                Value::Object(by_type)
+            });
+            let status = m["serviceImportStatus"].as_object().map(|s| {
+                let ids: Vec<Value> = s["status"]["clusters"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|c| c["cluster"].clone())
+                    .collect();
+                Value::Array(ids)
+            });
+            let slices: Vec<Value> = m["applySlices"]
+                .as_array()
+                .expect("applySlices")
+                .iter()
+                .map(|s| {
+                    let addresses: Vec<&Value> = s["endpoints"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .flat_map(|e| e["addresses"].as_array().into_iter().flatten())
+                        .collect();
+                    let labels = s["metadata"].get("labels").cloned().unwrap_or(json!({}));
+                    json!({"name": s["metadata"]["name"], "labels": labels, "addresses": addresses})
+                })
+                .collect();
+            json!({
+                "cluster": m["cluster"],
+                "clusterId": m["clusterId"],
+                "conditions": conditions,
+                "serviceImport": m["serviceImport"],
+                "serviceImportStatus": status,
+                "derivedService": m["derivedService"],
+                "applySlices": slices,
+                "deleteSlices": m["deleteSlices"],
+            })
+        })
+        .collect();
+    json!({"ok": {
+        "exporters": d["exporters"],
+        "winner": d["winner"],
+        "conflicts": d["conflicts"],
+        "members": members,
+    }})
+}
+
+#[test]
+fn eval_clusterset_decide_answers_every_clusterset_fixture_and_refuses_a_malformed_input() {
+    let cases = load::<Value>("clusterset");
+    assert!(!cases.is_empty(), "no clusterset fixtures");
+    for f in cases {
+        let file = temp(
+            &format!("clusterset-{}.json", f.name),
+            &serde_json::to_vec(&f.case["input"]).unwrap(),
+        );
+        let out = stdout_json(&mcs_policy(
+            &["eval", "clusterset-decide", file.to_str().unwrap()],
+            None,
+        ));
+        if let Some(members) = out["ok"]["members"].as_array() {
+            for m in members {
+                assert!(m["notes"].is_array(), "{}: notes are printed: {m}", f.name);
+            }
+        }
+        assert_eq!(
+            clusterset_summary(&out),
+            f.case["expect"],
+            "clusterset/{}",
+            f.name
+        );
+    }
+    let bad = temp("clusterset-bad.json", br#"{"namespace": "shop"}"#);
+    let out = mcs_policy(&["eval", "clusterset-decide", bad.to_str().unwrap()], None);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("is not a clusterset-decide input"),
+        "{stderr}"
+    );
+    // A ServiceExport that is not JSON of its kind is an answer (the decode error), not a
+    // failure of eval.
+    let not_an_export = temp(
+        "clusterset-not-an-export.json",
+        br#"{"namespace": "shop", "name": "web", "now": "2026-11-29T10:00:00Z",
+            "members": [{"cluster": "member1", "serviceExport": "[1, 2]"}]}"#,
+    );
+    let out = stdout_json(&mcs_policy(
+        &["eval", "clusterset-decide", not_an_export.to_str().unwrap()],
+        None,
+    ));
+    assert!(out["err"].as_str().is_some_and(|m| !m.is_empty()), "{out}");
+}
+
 #[test]
 fn component_command_writes_the_embedded_component() {
     let path =
@@ -310,6 +431,7 @@ fn help_explains_every_command() {
         "load-balancer",
         "decide",
         "conclude",
+        "clusterset-decide",
     ] {
         assert!(
             help.contains(command),

@@ -1,0 +1,196 @@
+//! `mcs-policy eval clusterset-decide`: one pass of the Multi-Cluster Services API over one
+//! exported name (WIT `clusterset-decide`, docs/clusterset-rules.md), offline. The input is the
+//! WIT `clusterset-read` as JSON with camelCase field names, as in `tests/fixtures/clusterset/`:
+//! objects the WIT passes as JSON text (ServiceExport, Service, ServiceImport, derived Service)
+//! are JSON values, or strings holding the exact text, absent when the member has none;
+//! EndpointSlices are Kubernetes JSON (an imported slice's `metadata.uid` and
+//! `resourceVersion` are its delete preconditions); a member with `unreadable` (the reason) was
+//! not read. The answer is `{"ok": decision}` or `{"err": message}`, the objects to write as
+//! JSON and the slices to apply as Kubernetes JSON.
+
+use k8s_openapi::api::discovery::v1::EndpointSlice as KubeSlice;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::decide::text;
+use super::{EvalError, kube_slice_json, read_json};
+use crate::engine::PolicyEngine;
+use crate::engine::convert;
+use crate::engine::types::{
+    ClustersetDecision, ClustersetMember, ClustersetMemberState, ClustersetObjects, ClustersetRead,
+    DeletePrecondition, ImportedSlice, ObjectWrite,
+};
+
+/// WIT `clusterset-read`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ReadInput {
+    namespace: String,
+    name: String,
+    #[serde(default)]
+    now: String,
+    #[serde(default)]
+    members: Vec<MemberInput>,
+}
+
+/// WIT `clusterset-member`, its `clusterset-objects` inline; `unreadable` makes it
+/// `unreadable(reason)` (and then the objects must be absent).
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct MemberInput {
+    cluster: String,
+    #[serde(default)]
+    cluster_property: Option<String>,
+    #[serde(default)]
+    unreadable: Option<String>,
+    #[serde(default)]
+    service_export: Option<Value>,
+    #[serde(default)]
+    service: Option<Value>,
+    #[serde(default)]
+    slices: Vec<KubeSlice>,
+    #[serde(default)]
+    service_import: Option<Value>,
+    #[serde(default)]
+    derived_service: Option<Value>,
+    #[serde(default)]
+    imported_slices: Vec<KubeSlice>,
+}
+
+/// `eval clusterset-decide`: the component's answer as JSON, `{"ok": decision}` or
+/// `{"err": message}`.
+pub fn clusterset_decide(
+    engine: &PolicyEngine,
+    input: &str,
+    budget: std::time::Duration,
+) -> Result<Value, EvalError> {
+    clusterset_decide_json(engine, &read_json(input)?, input, budget)
+}
+
+/// `eval clusterset-decide` on JSON text already read; `input` names it in errors.
+pub fn clusterset_decide_json(
+    engine: &PolicyEngine,
+    json: &str,
+    input: &str,
+    budget: std::time::Duration,
+) -> Result<Value, EvalError> {
+    let read = clusterset_input(json, input)?;
+    Ok(clusterset_answer(engine.clusterset_decide(&read, budget)?))
+}
+
+/// The `clusterset-read` of a clusterset-decide input (JSON text); `input` names it in errors.
+pub fn clusterset_input(json: &str, input: &str) -> Result<ClustersetRead, EvalError> {
+    let refuse = |reason: String| EvalError::ClustersetInput {
+        input: input.to_string(),
+        reason,
+    };
+    let parsed: ReadInput = serde_json::from_str(json).map_err(|e| refuse(e.to_string()))?;
+    let members = parsed
+        .members
+        .into_iter()
+        .map(|m| {
+            let state = match m.unreadable {
+                Some(why) => {
+                    let has_objects = m.service_export.is_some()
+                        || m.service.is_some()
+                        || !m.slices.is_empty()
+                        || m.service_import.is_some()
+                        || m.derived_service.is_some()
+                        || !m.imported_slices.is_empty();
+                    if has_objects {
+                        return Err(refuse(format!(
+                            "member {} is unreadable and yet has objects",
+                            m.cluster
+                        )));
+                    }
+                    ClustersetMemberState::Unreadable(why)
+                }
+                None => ClustersetMemberState::Readable(ClustersetObjects {
+                    service_export: m.service_export.map(text),
+                    service: m.service.map(text),
+                    slices: m.slices.iter().map(convert::slice_to_wit).collect(),
+                    service_import: m.service_import.map(text),
+                    derived_service: m.derived_service.map(text),
+                    imported_slices: m
+                        .imported_slices
+                        .iter()
+                        .map(|s| ImportedSlice {
+                            slice: convert::slice_to_wit(s),
+                            uid: s.metadata.uid.clone().unwrap_or_default(),
+                            resource_version: s
+                                .metadata
+                                .resource_version
+                                .clone()
+                                .unwrap_or_default(),
+                        })
+                        .collect(),
+                }),
+            };
+            Ok(ClustersetMember {
+                cluster: m.cluster,
+                cluster_property: m.cluster_property,
+                state,
+            })
+        })
+        .collect::<Result<Vec<_>, EvalError>>()?;
+    Ok(ClustersetRead {
+        namespace: parsed.namespace,
+        name: parsed.name,
+        now: parsed.now,
+        members,
+    })
+}
+
+/// JSON text the component wrote, as JSON (as a string when it is not JSON).
+fn parsed(body: String) -> Value {
+    serde_json::from_str(&body).unwrap_or(Value::String(body))
+}
+
+fn precondition(p: DeletePrecondition) -> Value {
+    json!({"name": p.name, "uid": p.uid, "resourceVersion": p.resource_version})
+}
+
+fn write(w: ObjectWrite) -> Value {
+    match w {
+        ObjectWrite::Leave => json!("leave"),
+        ObjectWrite::Apply(body) => json!({ "apply": parsed(body) }),
+        ObjectWrite::Delete(p) => json!({ "delete": precondition(p) }),
+    }
+}
+
+/// A `clusterset-decide` answer as `eval clusterset-decide` prints it.
+pub fn clusterset_answer(answer: Result<ClustersetDecision, String>) -> Value {
+    let d = match answer {
+        Ok(d) => d,
+        Err(message) => return json!({ "err": message }),
+    };
+    let members: Vec<Value> = d
+        .members
+        .into_iter()
+        .map(|m| {
+            let slices: Vec<Value> = m
+                .apply_slices
+                .into_iter()
+                .map(|s| kube_slice_json(convert::slice_from_wit(s)))
+                .collect();
+            let deletions: Vec<Value> = m.delete_slices.into_iter().map(precondition).collect();
+            json!({
+                "cluster": m.cluster,
+                "clusterId": m.cluster_id,
+                "exportConditions": m.export_conditions.map(parsed),
+                "serviceImport": write(m.service_import),
+                "serviceImportStatus": m.service_import_status.map(parsed),
+                "derivedService": write(m.derived_service),
+                "applySlices": slices,
+                "deleteSlices": deletions,
+                "notes": m.notes,
+            })
+        })
+        .collect();
+    json!({ "ok": {
+        "members": members,
+        "exporters": d.exporters,
+        "winner": d.winner,
+        "conflicts": d.conflicts,
+    }})
+}
