@@ -439,6 +439,33 @@ async fn exports_sync_when_the_hub_serves_no_multiclusterservices() {
         "{}",
         w.logs()
     );
+    // A live change of the exported name (a second slice of the Service in member2) carried
+    // to member1 is one observation of the clusterset's propagation histogram; the
+    // MultiClusterService side's, which has nothing to sync, has none.
+    let second = native_slice_of(&ObjectRef::new("shop", "web"), "web-def", "10.2.0.2");
+    post(&w.http, &w.member2, SLICES, &second).await;
+    w.eventually("the second endpoint in member1", || async {
+        let mut addresses = imported_addresses(&w, &w.member1, "web").await;
+        addresses.sort();
+        (addresses == ["10.2.0.1", "10.2.0.2"]).then_some(())
+    })
+    .await;
+    let scrape = || async {
+        let url = format!("http://{listen}/metrics");
+        w.http.get(&url).send().await.ok()?.text().await.ok()
+    };
+    w.eventually("a clusterset propagation observed", || async {
+        let text = scrape().await?;
+        let carried = metric(&text, "mcs_policy_sync_clusterset_propagation_seconds_count")?;
+        (carried >= 1.0).then_some(())
+    })
+    .await;
+    let text = scrape().await.unwrap_or_default();
+    assert_eq!(
+        metric(&text, "mcs_policy_sync_propagation_seconds_count"),
+        Some(0.0),
+        "{text}"
+    );
     // It syncs, so it is ready.
     w.eventually("/readyz 200", || async {
         let url = format!("http://{listen}/readyz");

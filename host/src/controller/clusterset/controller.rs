@@ -169,7 +169,7 @@ async fn reconcile(key: Arc<DynamicObject>, shared: Arc<Shared>) -> Result<Actio
     let name = key.metadata.name.as_deref().unwrap_or_default();
     let object = object_name(&key);
     // The pass carries the key's live change, and satisfies its place in the backlog.
-    shared.changes.take(&object);
+    let changed_at = shared.changes.take(&object);
     let _running = shared.bulk.running(&object);
     let ctx = &shared.ctx;
     let membership = current(&shared.membership);
@@ -209,6 +209,9 @@ async fn reconcile(key: Arc<DynamicObject>, shared: Arc<Shared>) -> Result<Actio
         name,
     };
     let outcome = write::write_all(&target, &decision, &snapshot).await;
+    if let Some(at) = changed_at {
+        ctx.metrics.clusterset_propagated(at.elapsed());
+    }
     for (cluster, kind) in &outcome.failures {
         ctx.metrics.cluster_error(cluster, *kind);
     }

@@ -39,6 +39,7 @@ pub struct Metrics {
     heap: Gauge,
     clusterset_passes: Counter,
     clusterset_writes: Family<Labels, Counter>,
+    clusterset_propagation: Histogram,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -132,8 +133,16 @@ impl Default for Metrics {
             "Writes of the clusterset passes that changed something, by object (export_status, import, import_status, import_delete, derived_service, derived_service_delete, slice, slice_delete)",
             clusterset_writes.clone(),
         );
+        // The same buckets as `propagation_seconds`: 1ms to ~33s.
+        let clusterset_propagation = Histogram::new(exponential_buckets(0.001, 2.0, 16));
+        registry.register(
+            "clusterset_propagation_seconds",
+            "From a watched change of an exported name (ServiceExport, Service, EndpointSlice, ServiceImport, derived Service or imported EndpointSlice in a member) to the end of the clusterset pass that carried it to the members",
+            clusterset_propagation.clone(),
+        );
         Metrics {
             clusterset_passes,
+            clusterset_propagation,
             clusterset_writes,
             cached,
             pending,
@@ -167,6 +176,11 @@ impl Metrics {
         self.clusterset_writes
             .get_or_create(&vec![("object", object.to_string())])
             .inc();
+    }
+
+    /// One change of an exported name carried to the members `elapsed` after it was seen.
+    pub fn clusterset_propagated(&self, elapsed: std::time::Duration) {
+        self.clusterset_propagation.observe(elapsed.as_secs_f64());
     }
 
     pub fn reconcile(&self) {
@@ -295,5 +309,24 @@ mod tests {
         assert!(m.render().contains("mcs_policy_sync_leader 1"));
         m.leader(false);
         assert!(m.render().contains("mcs_policy_sync_leader 0"));
+    }
+
+    #[test]
+    fn the_clusterset_propagation_is_its_own_histogram() {
+        let m = Metrics::default();
+        m.clusterset_propagated(std::time::Duration::from_millis(3));
+        let text = m.render();
+        assert!(
+            text.contains("mcs_policy_sync_clusterset_propagation_seconds_count 1"),
+            "{text}"
+        );
+        assert!(
+            text.contains("mcs_policy_sync_clusterset_propagation_seconds_bucket{le=\"0.004\"} 1"),
+            "{text}"
+        );
+        assert!(
+            text.contains("mcs_policy_sync_propagation_seconds_count 0"),
+            "{text}"
+        );
     }
 }
