@@ -456,7 +456,10 @@ async fn exports_sync_when_the_hub_serves_no_multiclusterservices() {
     };
     w.eventually("a clusterset propagation observed", || async {
         let text = scrape().await?;
-        let carried = metric(&text, "mcs_policy_sync_clusterset_propagation_seconds_count")?;
+        let carried = metric(
+            &text,
+            "mcs_policy_sync_clusterset_propagation_seconds_count",
+        )?;
         (carried >= 1.0).then_some(())
     })
     .await;
