@@ -180,12 +180,14 @@ fn copy_of(
         source: index as u32,
         name: copy_name(source, &slice.name),
         // In key order, as a cluster returns them: a held copy then compares without sorting.
-        // The Multi-Cluster Services API's labels too, so MCS-aware tools see the copies.
+        // Karmada's labels only, as Karmada's own copies carry: never the Multi-Cluster
+        // Services API's (`MC_SERVICE_NAME_LABEL`, `MC_SOURCE_CLUSTER_LABEL`), which KEP-1645
+        // DNS (CoreDNS `multicluster`) lists to answer `clusterset.local` names, so the
+        // upstream API's consumers never see a MultiClusterService's endpoints
+        // (docs/clusterset.md#multiclusterservice-copies-and-clusterset-dns).
         labels: vec![
             (MANAGED_BY_LABEL.to_string(), DISPATCH_MANAGER.to_string()),
             (SERVICE_NAME_LABEL.to_string(), mcs.name.clone()),
-            (MC_SERVICE_NAME_LABEL.to_string(), mcs.name.clone()),
-            (MC_SOURCE_CLUSTER_LABEL.to_string(), source.to_string()),
         ],
         annotations: vec![(PROVISION_CLUSTER_ANNOTATION.to_string(), source.to_string())],
         ports,
@@ -309,8 +311,6 @@ mod tests {
             vec![
                 (MANAGED_BY_LABEL.to_string(), DISPATCH_MANAGER.to_string()),
                 (SERVICE_NAME_LABEL.to_string(), "web".to_string()),
-                (MC_SERVICE_NAME_LABEL.to_string(), "web".to_string()),
-                (MC_SOURCE_CLUSTER_LABEL.to_string(), "member1".to_string()),
             ]
         );
         assert_eq!(

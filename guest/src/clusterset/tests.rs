@@ -1293,3 +1293,47 @@ fn no_imported_slice_is_written_where_the_derived_service_is_not_ours() {
             .any(|n| n.contains("not ours and they would serve it"))
     );
 }
+
+#[test]
+fn a_multiclusterservice_copy_never_carries_the_upstream_service_name_an_imported_slice_always_does()
+{
+    // The same Service `shop/web` with the same slice, served by both APIs: a
+    // MultiClusterService `shop/web` copies it, a ServiceExport `shop/web` imports it. KEP-1645
+    // DNS lists the slices labelled multicluster.kubernetes.io/service-name: only the imported
+    // one may be among them.
+    let mcs = crate::McsRef {
+        name: NAME.into(),
+        namespace: NS.into(),
+        ports: vec![],
+    };
+    let source = slice("web-abc", "10.0.0.1");
+    let copies = crate::filter::filter(&mcs, None, "a", "b", vec![source.clone()]);
+    assert_eq!(copies.len(), 1);
+    for copy in &copies {
+        assert_eq!(label(copy, "multicluster.kubernetes.io/service-name"), None);
+        assert_eq!(label(copy, "multicluster.kubernetes.io/source-cluster"), None);
+        assert_eq!(label(copy, "kubernetes.io/service-name"), Some(NAME));
+        assert_eq!(
+            label(copy, "endpointslice.kubernetes.io/managed-by"),
+            Some(crate::filter::DISPATCH_MANAGER)
+        );
+    }
+    let a = exporter(
+        "2026-11-01T00:00:00Z",
+        service(&[("http", 80, "TCP")], false),
+        vec![source],
+    );
+    let d = pass(vec![member("a", a), member("b", Held::default())]);
+    let imported: Vec<&EndpointSlice> = d.members.iter().flat_map(|m| &m.apply_slices).collect();
+    assert_eq!(imported.len(), 2, "one imported slice in each member");
+    for s in imported {
+        assert_eq!(
+            label(s, "multicluster.kubernetes.io/service-name"),
+            Some(NAME)
+        );
+        assert_eq!(
+            label(s, "multicluster.kubernetes.io/source-cluster"),
+            Some("a")
+        );
+    }
+}

@@ -3,8 +3,7 @@
 //! call and the property.
 
 use guest::filter::{
-    DISPATCH_MANAGER, MANAGED_BY_LABEL, MC_SERVICE_NAME_LABEL, MC_SOURCE_CLUSTER_LABEL,
-    PROVISION_CLUSTER_ANNOTATION, SERVICE_NAME_LABEL,
+    DISPATCH_MANAGER, MANAGED_BY_LABEL, PROVISION_CLUSTER_ANNOTATION, SERVICE_NAME_LABEL,
 };
 use mcs_policy::engine::convert;
 use mcs_policy::engine::types as h;
@@ -212,10 +211,9 @@ fn filter(call: &Call, copies: &[h::EndpointSlice]) {
                 == [
                     (MANAGED_BY_LABEL.to_string(), DISPATCH_MANAGER.to_string()),
                     (SERVICE_NAME_LABEL.to_string(), mcs.name.clone()),
-                    (MC_SERVICE_NAME_LABEL.to_string(), mcs.name.clone()),
-                    (MC_SOURCE_CLUSTER_LABEL.to_string(), source_cluster.clone()),
                 ],
-            "a copy carries exactly the dispatch and MCS API labels, in key order: {:?}",
+            "a copy carries exactly Karmada's dispatch labels, in key order, never the \
+             Multi-Cluster Services API's: {:?}",
             copy.labels
         );
         ensure!(
