@@ -9,10 +9,18 @@ use super::import::{Allocated, escape, ports_json, shared_spec};
 use super::{CREATED_BY, CREATED_BY_LABEL};
 use crate::filter::MC_SERVICE_NAME_LABEL;
 
+/// Its `ipFamilyPolicy`: a cluster IP of every family the member serves, so that whichever
+/// families the exporters' endpoints are in, the member has a ClusterSetIP of that family when
+/// it serves it. No `ipFamilies`: an API server refuses a Service that lists a family it does
+/// not serve, and which families a member serves is its own (a dual-stack member answers with
+/// both, its primary first; a single-stack member with its one).
+pub const IP_FAMILY_POLICY: &str = "PreferDualStack";
+
 /// The derived Service to apply for the import of `name`.
 pub fn body(namespace: &str, name: &str, derived: &str, p: &Properties) -> Value {
     let mut spec = Map::new();
     spec.insert("type".into(), json!("ClusterIP"));
+    spec.insert("ipFamilyPolicy".into(), json!(IP_FAMILY_POLICY));
     shared_spec(p, &mut spec);
     json!({
         "apiVersion": "v1",
@@ -36,7 +44,7 @@ pub fn is_ours(existing: &Value) -> bool {
 
 /// Whether `existing` is as `desired` says, API-server defaults and assigned fields aside: our
 /// labels, type `ClusterIP` and not headless, no selector, the same ports (by name, protocol,
-/// app protocol and port), affinity and traffic policies.
+/// app protocol and port), affinity, traffic and IP family policies.
 pub fn same(existing: &Value, desired: &Value) -> bool {
     let have = map_at(existing, "/metadata/labels");
     let labels_kept = map_at(desired, "/metadata/labels")
@@ -63,6 +71,7 @@ pub fn same(existing: &Value, desired: &Value) -> bool {
             || value(&e, "sessionAffinityConfig") == value(d, "sessionAffinityConfig"))
         && text(&e, "internalTrafficPolicy", "Cluster")
             == text(d, "internalTrafficPolicy", "Cluster")
+        && text(&e, "ipFamilyPolicy", "SingleStack") == text(d, "ipFamilyPolicy", "SingleStack")
         && value(&e, "trafficDistribution") == value(d, "trafficDistribution")
 }
 
@@ -94,4 +103,20 @@ pub fn allocated(existing: &Value) -> Allocated {
         strings("/spec/ipFamilies")
     };
     Allocated { ips, families }
+}
+
+/// Why the ClusterSetIPs a member was given reach no endpoint, when they do not: its derived
+/// Service's families (those the member serves) share none with the exports' (`p.ip_families`;
+/// unknown families are no reason).
+pub fn unreachable(allocated: &Allocated, p: &Properties, ns: &str, name: &str) -> Option<String> {
+    let disjoint = !allocated.families.is_empty()
+        && !p.ip_families.is_empty()
+        && !allocated.families.iter().any(|f| p.ip_families.contains(f));
+    disjoint.then(|| {
+        format!(
+            "the ClusterSetIP of {ns}/{name} here is {} only and the exported endpoints are {}: it reaches none of them",
+            allocated.families.join(" and "),
+            p.ip_families.join(" and ")
+        )
+    })
 }

@@ -42,6 +42,10 @@ pub struct Properties {
     pub internal_traffic_policy: String,
     /// `spec.trafficDistribution`.
     pub traffic_distribution: Option<String>,
+    /// The IP families the exporter's endpoints are in: the Service's `spec.ipFamilies`
+    /// (`IPv4`, `IPv6`), or, when it lists none (a headless Service read from an API server that
+    /// leaves them out), the address types of its source slices; empty: unknown.
+    pub ip_families: Vec<String>,
     /// The export's `spec.exportedLabels`.
     pub exported_labels: BTreeMap<String, String>,
     /// The export's `spec.exportedAnnotations`.
@@ -242,7 +246,41 @@ fn properties(service: &Value) -> Properties {
             .unwrap_or("Cluster")
             .to_string(),
         traffic_distribution: str_at(&spec, "/trafficDistribution").map(str::to_string),
+        ip_families: ip_families(&spec),
         exported_labels: BTreeMap::new(),
         exported_annotations: BTreeMap::new(),
     }
 }
+
+/// The IP families a Service `spec` lists in `ipFamilies`, each once, in its order.
+fn ip_families(spec: &Value) -> Vec<String> {
+    let mut families: Vec<String> = Vec::new();
+    for family in spec
+        .get("ipFamilies")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+    {
+        if matches!(family, IPV4 | IPV6) && !families.iter().any(|f| f == family) {
+            families.push(family.to_string());
+        }
+    }
+    families
+}
+
+/// The IP families of EndpointSlices, from their address types (`FQDN` has none), each once,
+/// in the order met.
+pub fn slice_families<'a>(address_types: impl IntoIterator<Item = &'a str>) -> Vec<String> {
+    let mut families: Vec<String> = Vec::new();
+    for family in address_types {
+        if matches!(family, IPV4 | IPV6) && !families.iter().any(|f| f == family) {
+            families.push(family.to_string());
+        }
+    }
+    families
+}
+
+/// The IP families, as Services and EndpointSlices name them.
+pub const IPV4: &str = "IPv4";
+pub const IPV6: &str = "IPv6";

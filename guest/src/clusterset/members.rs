@@ -74,6 +74,18 @@ pub fn read(read: &ClustersetRead) -> Result<(Vec<Member<'_>>, BTreeSet<String>)
                     .map(|e| export::read(e, o.service.as_deref()))
                     .transpose()
                     .map_err(ctx)?;
+                if let Some(Validity::Valid(p)) = export.as_mut().map(|e| &mut e.validity)
+                    && p.ip_families.is_empty()
+                {
+                    // No `ipFamilies` on the Service: the families its endpoints are published in.
+                    let name = read.name.as_str();
+                    p.ip_families = export::slice_families(
+                        o.slices
+                            .iter()
+                            .filter(|s| slices::is_source(s, &read.namespace, name))
+                            .map(|s| s.address_type.as_str()),
+                    );
+                }
                 if let Some(e) = export.as_mut().filter(|_| duplicated.contains(&id)) {
                     e.validity = Validity::DuplicateClusterId(format!(
                         "clusters {} share the cluster id {id}",

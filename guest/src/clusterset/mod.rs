@@ -233,6 +233,9 @@ fn member(
                             decision.derived_service = delete(Some(held), &mut decision.notes);
                         } else {
                             allocated = derived::allocated(held);
+                            if let Some(why) = derived::unreachable(&allocated, p, ns, name) {
+                                decision.notes.push(why);
+                            }
                             if !derived::same(held, &want) {
                                 decision.derived_service = ObjectWrite::Apply(want.to_string());
                             }

@@ -20,6 +20,8 @@ pub const INTERNAL_TRAFFIC_POLICY_CONFLICT: &str = "InternalTrafficPolicyConflic
 pub const TRAFFIC_DISTRIBUTION_CONFLICT: &str = "TrafficDistributionConflict";
 pub const LABELS_CONFLICT: &str = "LabelsConflict";
 pub const ANNOTATIONS_CONFLICT: &str = "AnnotationsConflict";
+/// An export's IP families share none with the other exports' (mcs-api's `IPFamilyConflict`).
+pub const IP_FAMILY_CONFLICT: &str = "IPFamilyConflict";
 
 /// One valid export taking part.
 #[derive(Clone, Copy, Debug)]
@@ -34,7 +36,8 @@ pub struct Contributor<'a> {
 pub struct Resolved {
     /// The cluster id of the winning export.
     pub winner: String,
-    /// The winner's properties, with the union of every export's ports.
+    /// The winner's properties, with the union of every export's ports and the union of every
+    /// export's IP families (the winner's first).
     pub properties: Properties,
     /// The conflict reasons, in check order, each once.
     pub conflicts: Vec<&'static str>,
@@ -95,6 +98,11 @@ pub fn resolve(contributors: &[Contributor<'_>]) -> Option<Resolved> {
     for c in &ordered {
         let theirs = merge_ports(&mut properties.ports, &c.properties.ports);
         contributed.insert(c.id.to_string(), theirs);
+        for family in &c.properties.ip_families {
+            if !properties.ip_families.contains(family) {
+                properties.ip_families.push(family.clone());
+            }
+        }
     }
     let mut conflicts = Vec::new();
     let w = winner.properties;
@@ -132,6 +140,9 @@ pub fn resolve(contributors: &[Contributor<'_>]) -> Option<Resolved> {
             }
         }
     }
+    if families_disjoint(&ordered) {
+        conflicts.push(IP_FAMILY_CONFLICT);
+    }
     let order = |r: &&str| ORDER.iter().position(|o| o == r);
     conflicts.sort_by_key(order);
     Some(Resolved {
@@ -142,7 +153,27 @@ pub fn resolve(contributors: &[Contributor<'_>]) -> Option<Resolved> {
     })
 }
 
-const ORDER: [&str; 8] = [
+/// Whether some export's IP families share none with those of the other exports (exports whose
+/// families are unknown take no part): its endpoints are unreachable through a ClusterSetIP of
+/// the others' families, and theirs through one of its own.
+fn families_disjoint(contributors: &[Contributor<'_>]) -> bool {
+    let known: Vec<&[String]> = contributors
+        .iter()
+        .map(|c| c.properties.ip_families.as_slice())
+        .filter(|f| !f.is_empty())
+        .collect();
+    known.iter().enumerate().any(|(i, mine)| {
+        let others: Vec<&String> = known
+            .iter()
+            .enumerate()
+            .filter(|(j, _)| *j != i)
+            .flat_map(|(_, f)| f.iter())
+            .collect();
+        !others.is_empty() && !mine.iter().any(|f| others.contains(&f))
+    })
+}
+
+const ORDER: [&str; 9] = [
     PORT_CONFLICT,
     TYPE_CONFLICT,
     SESSION_AFFINITY_CONFLICT,
@@ -151,6 +182,7 @@ const ORDER: [&str; 8] = [
     TRAFFIC_DISTRIBUTION_CONFLICT,
     LABELS_CONFLICT,
     ANNOTATIONS_CONFLICT,
+    IP_FAMILY_CONFLICT,
 ];
 
 fn sorted(ports: &[Port]) -> Vec<&Port> {
@@ -170,6 +202,7 @@ pub fn describe(reason: &str) -> &'static str {
         TRAFFIC_DISTRIBUTION_CONFLICT => "traffic distribution",
         LABELS_CONFLICT => "exported labels",
         ANNOTATIONS_CONFLICT => "exported annotations",
+        IP_FAMILY_CONFLICT => "IP families",
         _ => "properties",
     }
 }

@@ -1337,3 +1337,144 @@ fn a_multiclusterservice_copy_never_carries_the_upstream_service_name_an_importe
         );
     }
 }
+
+/// A ClusterIP Service `web` (port http 80) whose `spec.ipFamilies` are `families`.
+fn service_of(families: &[&str]) -> Value {
+    let mut svc = service(&[("http", 80, "TCP")], false);
+    svc["spec"]["ipFamilies"] = json!(families);
+    svc
+}
+
+fn v6_slice(name: &str, ip: &str) -> EndpointSlice {
+    EndpointSlice {
+        address_type: "IPv6".into(),
+        ..slice(name, ip)
+    }
+}
+
+#[test]
+fn the_derived_service_prefers_dual_stack_and_lets_the_member_choose_its_families() {
+    let a = exporter(
+        "2026-11-01T00:00:00Z",
+        service_of(&["IPv6"]),
+        vec![v6_slice("web-abc", "fd00::1")],
+    );
+    let d = pass(vec![member("a", a), member("b", Held::default())]);
+    for m in &d.members {
+        let svc = applied(&m.derived_service);
+        assert_eq!(svc["spec"]["ipFamilyPolicy"], "PreferDualStack");
+        // Listing a family the member does not serve would make its API server refuse it.
+        assert!(svc["spec"].get("ipFamilies").is_none(), "{svc}");
+    }
+    // A derived Service of ours still single-stack (an earlier version's) is applied again.
+    let mut held = after(Held::default(), &d.members[1], "10.96.0.20");
+    held.derived.as_mut().unwrap()["spec"]["ipFamilyPolicy"] = json!("SingleStack");
+    let a = exporter(
+        "2026-11-01T00:00:00Z",
+        service_of(&["IPv6"]),
+        vec![v6_slice("web-abc", "fd00::1")],
+    );
+    let again = pass(vec![member("a", a), member("b", held)]);
+    assert_eq!(
+        applied(&again.members[1].derived_service)["spec"]["ipFamilyPolicy"],
+        "PreferDualStack"
+    );
+}
+
+#[test]
+fn exports_of_disjoint_ip_families_are_an_ip_family_conflict_on_every_export() {
+    let a = exporter(
+        "2026-11-01T00:00:00Z",
+        service_of(&["IPv4"]),
+        vec![slice("web-abc", "10.0.0.1")],
+    );
+    let b = exporter(
+        "2026-11-02T00:00:00Z",
+        service_of(&["IPv6"]),
+        vec![v6_slice("web-def", "fd00::1")],
+    );
+    let d = pass(vec![member("a", a), member("b", b)]);
+    assert_eq!(d.conflicts, ["IPFamilyConflict"]);
+    for m in &d.members {
+        let conds = conditions(m);
+        let conflict = condition(&conds, "Conflict");
+        assert_eq!(conflict["status"], "True", "{conflict}");
+        assert_eq!(conflict["reason"], "IPFamilyConflict", "{conflict}");
+        assert!(
+            conflict["message"].as_str().unwrap().contains("IP families"),
+            "{conflict}"
+        );
+    }
+    // Both exports are still imported: a dual-stack member reaches both.
+    assert_eq!(d.members[0].apply_slices.len(), 2);
+}
+
+#[test]
+fn exports_sharing_a_family_do_not_conflict_and_unknown_families_take_no_part() {
+    let dual = exporter(
+        "2026-11-01T00:00:00Z",
+        service_of(&["IPv6", "IPv4"]),
+        vec![slice("web-abc", "10.0.0.1")],
+    );
+    let v4 = exporter(
+        "2026-11-02T00:00:00Z",
+        service_of(&["IPv4"]),
+        vec![slice("web-def", "10.0.0.2")],
+    );
+    let d = pass(vec![member("a", dual), member("b", v4)]);
+    assert!(d.conflicts.is_empty(), "{:?}", d.conflicts);
+    // A Service without ipFamilies whose only slices are FQDN ones: unknown, no conflict.
+    let fqdn = EndpointSlice {
+        address_type: "FQDN".into(),
+        ..slice("web-ghi", "web.example.com")
+    };
+    let unknown = exporter(
+        "2026-11-03T00:00:00Z",
+        service(&[("http", 80, "TCP")], false),
+        vec![fqdn],
+    );
+    let v6 = exporter(
+        "2026-11-01T00:00:00Z",
+        service_of(&["IPv6"]),
+        vec![v6_slice("web-abc", "fd00::1")],
+    );
+    let d = pass(vec![member("a", v6), member("c", unknown)]);
+    assert!(d.conflicts.is_empty(), "{:?}", d.conflicts);
+}
+
+#[test]
+fn without_ip_families_on_the_service_the_source_slices_address_types_are_its_families() {
+    let a = exporter(
+        "2026-11-01T00:00:00Z",
+        service(&[("http", 80, "TCP")], false),
+        vec![slice("web-abc", "10.0.0.1")],
+    );
+    let b = exporter(
+        "2026-11-02T00:00:00Z",
+        service(&[("http", 80, "TCP")], false),
+        vec![v6_slice("web-def", "fd00::1")],
+    );
+    let d = pass(vec![member("a", a), member("b", b)]);
+    assert_eq!(d.conflicts, ["IPFamilyConflict"]);
+}
+
+#[test]
+fn a_member_whose_clusterset_ip_is_of_no_exported_family_is_told_so() {
+    let v6 = || {
+        exporter(
+            "2026-11-01T00:00:00Z",
+            service_of(&["IPv6"]),
+            vec![v6_slice("web-abc", "fd00::1")],
+        )
+    };
+    let first = pass(vec![member("a", v6()), member("b", Held::default())]);
+    // `after` gives b's derived Service an IPv4 address only: an IPv4-only member.
+    let held = after(Held::default(), &first.members[1], "10.96.0.20");
+    let d = pass(vec![member("a", v6()), member("b", held)]);
+    let notes = d.members[1].notes.join("\n");
+    assert!(
+        notes.contains("IPv4 only") && notes.contains("IPv6") && notes.contains("reaches none"),
+        "{notes}"
+    );
+    assert!(d.members[0].notes.is_empty(), "{:?}", d.members[0].notes);
+}
