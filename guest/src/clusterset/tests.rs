@@ -1295,8 +1295,7 @@ fn no_imported_slice_is_written_where_the_derived_service_is_not_ours() {
 }
 
 #[test]
-fn a_multiclusterservice_copy_never_carries_the_upstream_service_name_an_imported_slice_always_does()
-{
+fn an_mcs_copy_never_carries_the_upstream_service_name_an_imported_slice_always_does() {
     // The same Service `shop/web` with the same slice, served by both APIs: a
     // MultiClusterService `shop/web` copies it, a ServiceExport `shop/web` imports it. KEP-1645
     // DNS lists the slices labelled multicluster.kubernetes.io/service-name: only the imported
@@ -1311,7 +1310,10 @@ fn a_multiclusterservice_copy_never_carries_the_upstream_service_name_an_importe
     assert_eq!(copies.len(), 1);
     for copy in &copies {
         assert_eq!(label(copy, "multicluster.kubernetes.io/service-name"), None);
-        assert_eq!(label(copy, "multicluster.kubernetes.io/source-cluster"), None);
+        assert_eq!(
+            label(copy, "multicluster.kubernetes.io/source-cluster"),
+            None
+        );
         assert_eq!(label(copy, "kubernetes.io/service-name"), Some(NAME));
         assert_eq!(
             label(copy, "endpointslice.kubernetes.io/managed-by"),
@@ -1401,7 +1403,10 @@ fn exports_of_disjoint_ip_families_are_an_ip_family_conflict_on_every_export() {
         assert_eq!(conflict["status"], "True", "{conflict}");
         assert_eq!(conflict["reason"], "IPFamilyConflict", "{conflict}");
         assert!(
-            conflict["message"].as_str().unwrap().contains("IP families"),
+            conflict["message"]
+                .as_str()
+                .unwrap()
+                .contains("IP families"),
             "{conflict}"
         );
     }
