@@ -734,6 +734,12 @@ fn upstream_rules() -> Vec<(&'static str, &'static str, Vec<&'static str>)> {
             vec!["patch"],
         ),
         ("about.k8s.io", "clusterproperties", vec!["list", "watch"]),
+        // Those CRDs, watched by name while the member does not serve the API.
+        (
+            "apiextensions.k8s.io",
+            "customresourcedefinitions",
+            vec!["list", "watch"],
+        ),
     ]
 }
 
