@@ -16,6 +16,7 @@ static ALLOCATOR: bump::Bump = bump::Bump::new();
 
 pub mod balancer;
 pub mod clusterset;
+pub mod condition;
 pub mod decode;
 pub mod defaults;
 pub mod field;

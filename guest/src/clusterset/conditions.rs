@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use crate::sync::status::{Condition, merge};
+use crate::condition::{Condition, merge};
 
 use super::export::{Export, Validity};
 use super::resolve::describe;
@@ -151,7 +151,7 @@ fn wanted(export: &Export, outcome: &Outcome<'_>, imported: bool) -> Vec<Conditi
                     INVALID_EXPORTED_METADATA,
                     format!(
                         "{service} can be exported; exported labels or annotations left out: {}",
-                        crate::sync::status::join_bounded(&export.skipped, MESSAGE_MAX)
+                        crate::condition::join_bounded(&export.skipped, MESSAGE_MAX)
                     ),
                 )
             };

@@ -1,4 +1,5 @@
 use super::*;
+use crate::condition::SEPARATOR;
 
 // Conditions (ported from host/src/controller/status.rs).
 
