@@ -25,6 +25,7 @@ mod cache;
 pub mod convert;
 mod epoch;
 mod error;
+mod exports;
 mod pass_slices;
 mod runtime;
 mod sync;
@@ -35,8 +36,9 @@ use std::time::Duration;
 
 pub use args::EngineArgs;
 pub use error::EngineError;
+use exports::{Function, sig};
 pub use pass_slices::{PassSlices, SliceSource};
-use runtime::{Function, Loaded, Runtime, sig};
+use runtime::{Loaded, Runtime};
 
 /// The budget of a component call run on an async worker (the webhook's small reviews, the
 /// sync controller's calls); past it, the call starts over on a blocking thread with the rest

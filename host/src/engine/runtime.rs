@@ -11,10 +11,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use wasmtime::component::{
-    Component, ComponentExportIndex, ComponentNamedList, Func, InstancePre, Lift, Linker, Lower,
-    TypedFunc,
-};
+use wasmtime::component::{Component, InstancePre, Linker};
 use wasmtime::{
     Config, Enabled, Engine, InstanceAllocationStrategy, OptLevel, PoolingAllocationConfig,
     ProfilingStrategy, Store, Trap,
@@ -24,215 +21,11 @@ use super::EngineOptions;
 use super::cache::ArtefactCache;
 use super::epoch::EpochClock;
 use super::error::EngineError;
-use super::types::{
-    AdmissionRequest, ClustersetDecision, ClustersetRead, Context, Denial, EndpointSlice,
-    LoadBalancerIngress, LoadBalancerReport, McsRef, PassDecision, PassRead, PatchOperation,
-    ProviderLoadBalancer, Reported, ServiceAction, ServicePort, Settings, SliceCopy, SliceSummary,
-    StatusBasis, StatusNow, StatusUpdate, SyncPlan, SyncSettings, WriteFailures,
-};
+use super::exports::{Callee, Exports, Function};
 
 /// Set to `1` to have wasmtime write `/tmp/perf-PID.map`, so that `perf report` names the
 /// component's own functions instead of showing bare JIT addresses (BENCHMARKS.md profiles).
 pub const PERFMAP_ENV: &str = "MCS_POLICY_WASM_PERFMAP";
-
-/// The exported interface (`wit/policy.wit`).
-const INTERFACE: &str = "karmada:mcs-policy/policy@0.1.0";
-
-/// The Rust signatures of the interface's functions, as `(parameters, results)` tuples: what
-/// `Exports::check` verifies once per component and every call relies on.
-pub mod sig {
-    use super::*;
-
-    pub type Validate<'a> = (&'a AdmissionRequest, Settings, &'a Context);
-    pub type ValidateOut = (Result<Vec<String>, Denial>,);
-    pub type Mutate<'a> = (&'a AdmissionRequest, Settings);
-    pub type MutateOut = (Result<Vec<PatchOperation>, String>,);
-    pub type Filter<'a> = (
-        &'a McsRef,
-        Option<&'a [ServicePort]>,
-        &'a str,
-        &'a str,
-        &'a [SliceSummary],
-    );
-    pub type FilterOut = (Vec<SliceCopy>,);
-    pub type Plan<'a> = (&'a str, &'a [String]);
-    pub type PlanOut = (Result<SyncPlan, String>,);
-    pub type Prune<'a> = (&'a McsRef, &'a [EndpointSlice], &'a [String], &'a [String]);
-    pub type PruneOut = (Vec<String>,);
-    pub type Service<'a> = (&'a str, Option<&'a str>);
-    pub type ServiceOut = (Result<ServiceAction, String>,);
-    pub type ClusterNameProblem<'a> = (&'a str,);
-    pub type ClusterNameProblemOut = (Option<String>,);
-    pub type LoadBalancerStatus<'a> = (&'a [ProviderLoadBalancer], &'a [LoadBalancerIngress]);
-    pub type LoadBalancerStatusOut = (LoadBalancerReport,);
-    pub type Decide<'a> = (&'a PassRead, SyncSettings);
-    pub type DecideOut = (Result<PassDecision, String>,);
-    pub type Conclude<'a> = (
-        &'a StatusBasis,
-        &'a WriteFailures,
-        &'a StatusNow,
-        Option<&'a Reported>,
-    );
-    pub type ConcludeOut = (StatusUpdate,);
-    pub type ClustersetDecide<'a> = (&'a ClustersetRead,);
-    pub type ClustersetDecideOut = (Result<ClustersetDecision, String>,);
-}
-
-/// A function of the interface.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Function {
-    Validate,
-    Mutate,
-    Filter,
-    Plan,
-    Prune,
-    Service,
-    ClusterNameProblem,
-    LoadBalancerStatus,
-    Decide,
-    Conclude,
-    ClustersetDecide,
-}
-
-impl Function {
-    const ALL: [Function; 11] = [
-        Function::Validate,
-        Function::Mutate,
-        Function::Filter,
-        Function::Plan,
-        Function::Prune,
-        Function::Service,
-        Function::ClusterNameProblem,
-        Function::LoadBalancerStatus,
-        Function::Decide,
-        Function::Conclude,
-        Function::ClustersetDecide,
-    ];
-
-    /// The WIT name, as in errors and metrics.
-    pub fn name(self) -> &'static str {
-        match self {
-            Function::Validate => "validate",
-            Function::Mutate => "mutate",
-            Function::Filter => "filter",
-            Function::Plan => "plan",
-            Function::Prune => "prune",
-            Function::Service => "service",
-            Function::ClusterNameProblem => "cluster-name-problem",
-            Function::LoadBalancerStatus => "load-balancer-status",
-            Function::Decide => "decide",
-            Function::Conclude => "conclude",
-            Function::ClustersetDecide => "clusterset-decide",
-        }
-    }
-}
-
-/// The export index of every function, checked against `sig` when the component was loaded.
-struct Exports([ComponentExportIndex; 11]);
-
-impl Exports {
-    fn find(component: &Component) -> Result<Self, String> {
-        let interface = component
-            .get_export_index(None, INTERFACE)
-            .ok_or_else(|| format!("the component does not export `{INTERFACE}`"))?;
-        let mut found = Vec::with_capacity(Function::ALL.len());
-        for function in Function::ALL {
-            found.push(
-                component
-                    .get_export_index(Some(&interface), function.name())
-                    .ok_or_else(|| {
-                        format!("`{INTERFACE}` has no function `{}`", function.name())
-                    })?,
-            );
-        }
-        Ok(Exports(found.try_into().map_err(|_| "export count")?))
-    }
-
-    /// Type-checks every export against `sig` on one instance; after this, `TypedFunc`s of
-    /// any instance of the same component may be made without checking again.
-    fn check(
-        &self,
-        instance: &wasmtime::component::Instance,
-        store: &mut Store<Limits>,
-    ) -> wasmtime::Result<()> {
-        fn one<P, R>(
-            instance: &wasmtime::component::Instance,
-            store: &mut Store<Limits>,
-            index: &ComponentExportIndex,
-            name: &str,
-        ) -> wasmtime::Result<()>
-        where
-            P: ComponentNamedList + Lower,
-            R: ComponentNamedList + Lift,
-        {
-            instance
-                .get_typed_func::<P, R>(&mut *store, index)
-                .map(drop)
-                .map_err(|e| e.context(format!("type-checking export `{name}`")))
-        }
-        for function in Function::ALL {
-            let index = &self.0[function as usize];
-            let name = function.name();
-            match function {
-                Function::Validate => {
-                    one::<sig::Validate<'_>, sig::ValidateOut>(instance, store, index, name)
-                }
-                Function::Mutate => {
-                    one::<sig::Mutate<'_>, sig::MutateOut>(instance, store, index, name)
-                }
-                Function::Filter => {
-                    one::<sig::Filter<'_>, sig::FilterOut>(instance, store, index, name)
-                }
-                Function::Plan => one::<sig::Plan<'_>, sig::PlanOut>(instance, store, index, name),
-                Function::Prune => {
-                    one::<sig::Prune<'_>, sig::PruneOut>(instance, store, index, name)
-                }
-                Function::Service => {
-                    one::<sig::Service<'_>, sig::ServiceOut>(instance, store, index, name)
-                }
-                Function::ClusterNameProblem => one::<
-                    sig::ClusterNameProblem<'_>,
-                    sig::ClusterNameProblemOut,
-                >(instance, store, index, name),
-                Function::LoadBalancerStatus => one::<
-                    sig::LoadBalancerStatus<'_>,
-                    sig::LoadBalancerStatusOut,
-                >(instance, store, index, name),
-                Function::Decide => {
-                    one::<sig::Decide<'_>, sig::DecideOut>(instance, store, index, name)
-                }
-                Function::Conclude => {
-                    one::<sig::Conclude<'_>, sig::ConcludeOut>(instance, store, index, name)
-                }
-                Function::ClustersetDecide => one::<
-                    sig::ClustersetDecide<'_>,
-                    sig::ClustersetDecideOut,
-                >(instance, store, index, name),
-            }?;
-        }
-        Ok(())
-    }
-}
-
-/// A function of one fresh instance, to be called with its `sig` types.
-pub struct Callee(Func);
-
-impl Callee {
-    /// The typed function.
-    ///
-    /// # Safety
-    /// `P` and `R` must be the `sig` types of the `Function` passed to `Runtime::run`:
-    /// `Exports::check` verified exactly those for this component when it was loaded, and every
-    /// instance of a component has the same types.
-    pub unsafe fn typed<P, R>(self) -> TypedFunc<P, R>
-    where
-        P: ComponentNamedList + Lower,
-        R: ComponentNamedList + Lift,
-    {
-        // SAFETY: see the function's contract.
-        unsafe { TypedFunc::new_unchecked(self.0) }
-    }
-}
 
 /// Per-store state: the memory cap and whether a call ran into it.
 pub struct Limits {
@@ -392,7 +185,7 @@ impl Runtime {
         let mut store = self.store(budget);
         let result = instantiate(loaded, &mut store).and_then(|instance| {
             let func = instance
-                .get_func(&mut store, loaded.exports.0[function as usize])
+                .get_func(&mut store, *loaded.exports.index(function))
                 .ok_or_else(|| wasmtime::format_err!("export `{}` vanished", function.name()))?;
             call(Callee(func), &mut store)
         });

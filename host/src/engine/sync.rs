@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use super::runtime::{Function, sig};
+use super::exports::{Function, sig};
 use super::types::{
     ClustersetDecision, ClustersetRead, EndpointSlice, LoadBalancerIngress, LoadBalancerReport,
     McsRef, PassDecision, PassRead, ProviderLoadBalancer, Reported, ServiceAction, StatusBasis,
