@@ -289,7 +289,20 @@ async fn a_member_whose_watch_breaks_is_unreadable_nothing_is_pruned_and_it_is_c
     w.fault(&w.member1, fault).await;
     post(&w.http, &w.member1, "/_sim/drop-watches", &json!({})).await;
     delete(&w.http, &w.member1, &format!("{SLICES}/web-abc")).await;
-    // A pass while member1's cache is broken (the hub Service triggers it).
+    // A pass while member1's cache is broken (the hub Service triggers it): only once the
+    // controller has seen the watch fail (with no grace, its store is then unreadable); a pass
+    // that read the store just before would rightly find it readable.
+    w.eventually("member1's slice watch seen failing", || async {
+        w.log(0)
+            .lines()
+            .any(|line| {
+                line.contains("watch still failing")
+                    && line.contains("cluster=member1")
+                    && line.contains("endpointslices")
+            })
+            .then_some(())
+    })
+    .await;
     let ports = json!([{"name": "http", "port": 80}]);
     post(&w.http, &w.hub, SERVICES, &service(ports)).await;
 
