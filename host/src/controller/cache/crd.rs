@@ -17,10 +17,19 @@
 //! authorized by `resourceNames` only with a `metadata.name` field selector, hence one watch
 //! per CRD, never a watch of every CRD).
 //!
+//! A CRD counts as serving the version when it is `Established`, is not being deleted (no
+//! `deletionTimestamp`, no `Terminating=True` condition: its resource is about to go) and lists
+//! the version as served. A CRD that is established but does not serve the version watched (a
+//! member whose Multi-Cluster Services CRDs serve only `v1alpha1`) is *reported*: the watch's
+//! owner is told the versions it serves ([`Crd::reporting`]), and told again (`None`) once the
+//! CRD serves the version or is deleted.
+//!
 //! A CRD watch that fails (its RBAC not granted: 403; the API server down) gives up: the
 //! resource is then listed again [`NOT_SERVED_RECHECK`] after its 404, as without this, and a
 //! new 404 opens a new CRD watch. A CRD that is established and served while its resource's list
 //! still answers 404 (a server that has not caught up) waits the watch's ordinary backoff.
+
+use std::sync::Arc;
 
 use futures::StreamExt;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -42,7 +51,14 @@ pub struct Crd {
     name: String,
     /// The version the watch lists.
     version: String,
+    /// Told the versions an established CRD serves when the watched one is not among them,
+    /// `None` when it serves it or is deleted.
+    report: Option<Report>,
 }
+
+/// What is told of a CRD that does not serve the version watched: the versions it serves, or
+/// `None` once it does (or is gone).
+pub type Report = Arc<dyn Fn(Option<Vec<String>>) + Send + Sync>;
 
 /// How a wait for a CRD ended.
 #[derive(Debug, PartialEq, Eq)]
@@ -66,6 +82,19 @@ impl Crd {
             client,
             name: format!("{}.{}", resource.plural, resource.group),
             version: resource.version.clone(),
+            report: None,
+        }
+    }
+
+    /// This CRD, telling `report` when it is established without serving the version watched.
+    pub fn reporting(mut self, report: Report) -> Crd {
+        self.report = Some(report);
+        self
+    }
+
+    fn report(&self, served: Option<Vec<String>>) {
+        if let Some(report) = &self.report {
+            report(served);
         }
     }
 
@@ -95,14 +124,26 @@ impl Crd {
         let mut listing = true;
         loop {
             match events.next().await {
-                Some(Ok(Event::InitApply(crd))) if self.serves(&crd) => return Served::Already,
+                Some(Ok(Event::InitApply(crd))) if self.serves(&crd) => {
+                    self.report(None);
+                    return Served::Already;
+                }
                 Some(Ok(Event::Apply(crd))) if self.serves(&crd) => {
+                    self.report(None);
                     return if listing {
                         Served::Already
                     } else {
                         Served::Appeared
                     };
                 }
+                Some(Ok(Event::InitApply(crd) | Event::Apply(crd))) => {
+                    if established(&crd.data) && !being_deleted(&crd) {
+                        self.report(Some(served_versions(&crd.data)));
+                    } else {
+                        self.report(None);
+                    }
+                }
+                Some(Ok(Event::Delete(_))) => self.report(None),
                 Some(Ok(Event::InitDone)) => listing = false,
                 Some(Ok(_)) => {}
                 Some(Err(err)) => return Served::Unwatchable(watch_error(&err)),
@@ -111,9 +152,9 @@ impl Crd {
         }
     }
 
-    /// Whether `crd` is established and serves the version watched.
+    /// Whether `crd` is established, not being deleted, and serves the version watched.
     fn serves(&self, crd: &DynamicObject) -> bool {
-        established(&crd.data) && serves_version(&crd.data, &self.version)
+        established(&crd.data) && !being_deleted(crd) && serves_version(&crd.data, &self.version)
     }
 }
 
@@ -131,6 +172,32 @@ fn established(crd: &Value) -> bool {
                 .iter()
                 .any(|c| c["type"] == "Established" && c["status"] == "True")
         })
+}
+
+/// Whether a CRD is being deleted: a `deletionTimestamp`, or `Terminating=True` (the API server
+/// removes its objects, then the CRD).
+fn being_deleted(crd: &DynamicObject) -> bool {
+    crd.metadata.deletion_timestamp.is_some()
+        || crd
+            .data
+            .pointer("/status/conditions")
+            .and_then(Value::as_array)
+            .is_some_and(|conditions| {
+                conditions
+                    .iter()
+                    .any(|c| c["type"] == "Terminating" && c["status"] == "True")
+            })
+}
+
+/// The versions a CRD's `spec.versions` serve, in its order.
+fn served_versions(crd: &Value) -> Vec<String> {
+    crd.pointer("/spec/versions")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|v| v["served"] == true)
+        .filter_map(|v| v["name"].as_str().map(str::to_string))
+        .collect()
 }
 
 /// Whether a CRD's `spec.versions` serve `version`.

@@ -20,10 +20,13 @@ use tokio::task::JoinHandle;
 
 use super::names::{export_resource, import_resource, property_resource};
 use crate::clusters::Registry;
-use crate::controller::cache::crd::Crd;
+use crate::controller::cache::crd::{self, Crd};
 use crate::controller::cache::kept;
 use crate::controller::cache::watch::{News, Watch};
 use crate::controller::cache::{Cached, Health, Patience, Store, Unreadable};
+
+#[path = "ours.rs"]
+pub mod ours;
 
 /// One member's clusterset caches.
 #[derive(Clone)]
@@ -31,6 +34,10 @@ pub struct Stores {
     pub exports: Store<DynamicObject>,
     pub imports: Store<DynamicObject>,
     pub properties: Store<DynamicObject>,
+    /// Our derived Services, grouped by the exported name ([`ours`]).
+    pub derived: Store<DynamicObject>,
+    /// Our imported EndpointSlices, grouped by the exported name ([`ours`]).
+    pub imported: Store<DynamicObject>,
 }
 
 impl Stores {
@@ -39,11 +46,63 @@ impl Stores {
             exports: Store::new(name_of),
             imports: Store::new(name_of),
             properties: Store::new(name_of),
+            derived: Store::new(ours::derived_for),
+            imported: Store::new(ours::exported_name),
         };
-        stores.exports.set_patience(patience);
-        stores.imports.set_patience(patience);
-        stores.properties.set_patience(patience);
+        for store in stores.all() {
+            store.set_patience(patience);
+        }
         stores
+    }
+
+    fn all(&self) -> [&Store<DynamicObject>; 5] {
+        [
+            &self.exports,
+            &self.imports,
+            &self.properties,
+            &self.derived,
+            &self.imported,
+        ]
+    }
+
+    /// Every name the member exports, imports, or holds a derived Service or imported slice of
+    /// ours for, as last read (`namespace/name`).
+    pub fn names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .exports
+            .all()
+            .iter()
+            .chain(
+                self.imports
+                    .all()
+                    .iter()
+                    .filter(|i| super::triggers::ours(i)),
+            )
+            .map(|o| format!("{}/{}", o.namespace(), o.name()))
+            .chain(self.groups_of_ours())
+            .collect();
+        names.sort_unstable();
+        names.dedup();
+        names
+    }
+
+    /// The names the member holds a derived Service or an imported slice of ours for.
+    pub fn groups_of_ours(&self) -> Vec<String> {
+        let derived = self.derived.all();
+        let imported = self.imported.all();
+        let mut names: Vec<String> = derived
+            .iter()
+            .filter_map(|o| ours::derived_for(o).map(|n| (o.namespace(), n)))
+            .chain(
+                imported
+                    .iter()
+                    .filter_map(|o| ours::exported_name(o).map(|n| (o.namespace(), n))),
+            )
+            .map(|(namespace, name)| format!("{namespace}/{name}"))
+            .collect();
+        names.sort_unstable();
+        names.dedup();
+        names
     }
 
     /// Whether the member does not serve the Multi-Cluster Services API (404 on the list of
@@ -84,6 +143,13 @@ impl Stores {
 /// What the clusterset's watches tell: `(cluster, resource, news)`.
 pub trait Hears: Clone + Send + Sync + 'static {
     fn heard(&self, cluster: &str, resource: Resource, news: News<'_, DynamicObject>);
+    /// The caches of member `cluster` start (before their watches' first news).
+    fn started(&self, cluster: &str, stores: &Stores);
+    /// The caches of member `cluster` stop.
+    fn stopped(&self, cluster: &str);
+    /// The CRD `crd` of member `cluster` is established but does not serve the version watched:
+    /// it serves `Some(versions)`; `None` once it does (or is gone).
+    fn unserved(&self, cluster: &str, crd: &str, served: Option<Vec<String>>);
 }
 
 /// Which of the clusterset's stores a piece of news comes from.
@@ -92,6 +158,21 @@ pub enum Resource {
     Exports,
     Imports,
     Properties,
+    /// Our derived Services and imported slices ([`ours`]).
+    Ours(ours::Ours),
+}
+
+impl Resource {
+    /// The resource's plural, for logs and messages.
+    pub fn plural(self) -> &'static str {
+        match self {
+            Resource::Exports => "serviceexports",
+            Resource::Imports => "serviceimports",
+            Resource::Properties => "clusterproperties",
+            Resource::Ours(ours::Ours::DerivedServices) => "services",
+            Resource::Ours(ours::Ours::ImportedSlices) => "endpointslices",
+        }
+    }
 }
 
 /// The running clusterset caches of the members, following the membership.
@@ -140,22 +221,26 @@ impl Members {
                 }
             }
             shared.remove(&name);
+            hears.stopped(&name);
         }
         for member in &registry.members {
             if self.running.contains_key(&member.name) {
                 continue;
             }
             let stores = Stores::new(patience);
+            hears.started(&member.name, &stores);
             let watch = |resource: Resource, served: ApiResource, store: &Store<DynamicObject>| {
                 let api = Api::all_with(member.client.clone(), &served);
                 let crd = Crd::of(member.client.clone(), &served);
+                let report: crd::Report = {
+                    let (hears, cluster, name) =
+                        (hears.clone(), member.name.clone(), crd.name().to_string());
+                    Arc::new(move |versions| hears.unserved(&cluster, &name, versions))
+                };
+                let crd = crd.reporting(report);
                 let watch = Watch {
                     cluster: member.name.clone(),
-                    resource: match resource {
-                        Resource::Exports => "serviceexports",
-                        Resource::Imports => "serviceimports",
-                        Resource::Properties => "clusterproperties",
-                    },
+                    resource: resource.plural(),
                     api,
                     config: crate::controller::cache::watch::config(),
                     store: store.clone(),
@@ -169,6 +254,23 @@ impl Members {
                     watch.run_served_by(crd, move |news| hears.heard(&cluster, resource, news)),
                 )
             };
+            // Services and EndpointSlices are always served: no CRD to wait for.
+            let ours_watch = |which: ours::Ours, store: &Store<DynamicObject>| {
+                let watch = Watch {
+                    cluster: member.name.clone(),
+                    resource: Resource::Ours(which).plural(),
+                    api: Api::all_with(member.client.clone(), &which.resource()),
+                    config: crate::controller::cache::watch::config().labels(&which.selector()),
+                    store: store.clone(),
+                    keep: ours::keep,
+                    mirror: None,
+                    wake: Arc::default(),
+                };
+                let hears = hears.clone();
+                let cluster = member.name.clone();
+                let resource = Resource::Ours(which);
+                tokio::spawn(watch.run(move |news| hears.heard(&cluster, resource, news)))
+            };
             let tasks = vec![
                 watch(Resource::Exports, export_resource(), &stores.exports),
                 watch(Resource::Imports, import_resource(), &stores.imports),
@@ -177,6 +279,8 @@ impl Members {
                     property_resource(),
                     &stores.properties,
                 ),
+                ours_watch(ours::Ours::DerivedServices, &stores.derived),
+                ours_watch(ours::Ours::ImportedSlices, &stores.imported),
             ];
             shared.insert(member.name.clone(), stores);
             self.running

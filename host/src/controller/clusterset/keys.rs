@@ -1,10 +1,12 @@
 //! The exported names the clusterset side passes over (*keys*, `namespace/name`), and what a
 //! change of an object tells about them.
 //!
-//! A name is a key from the moment any member holds a ServiceExport of it, or a ServiceImport
-//! of ours; it stays one while anything of ours for it remains (a ServiceImport, the derived
-//! Service, an imported EndpointSlice), so the pass after the last export's deletion deletes
-//! the imports. Keys with nothing left are dropped at the resync ([`Keys::retain`]).
+//! A name is a key from the moment any member holds a ServiceExport of it, or anything of ours
+//! for it (a ServiceImport, a derived Service, an imported EndpointSlice: the clusterset caches
+//! watch all three, [`super::cache::ours`]); it stays one while anything of ours for it
+//! remains, so the pass after the last export's deletion deletes the imports, and so do the
+//! passes at start over what outlived its exports while the controller was stopped. Keys with
+//! nothing left are dropped at the resync ([`Keys::retain`]).
 //!
 //! Each key is one synthetic object in the reflector store kube-runtime's `Controller` runs on
 //! (only its namespace and name), so the Controller gives the key at most one pass at a time and
@@ -77,11 +79,11 @@ impl Keys {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// `namespace/name` is a key (from now on, if it was not).
-    pub fn add(&self, namespace: &str, name: &str) {
+    /// `namespace/name` is a key (from now on, if it was not); answers whether it is new.
+    pub fn add(&self, namespace: &str, name: &str) -> bool {
         let mut inner = self.inner();
         if !inner.keys.insert((namespace.to_string(), name.to_string())) {
-            return;
+            return false;
         }
         let derived = derived_name(namespace, name);
         inner
@@ -93,6 +95,7 @@ impl Keys {
         drop(inner);
         self.scope.also_want(namespace, name, true);
         self.scope.also_want(namespace, &derived, true);
+        true
     }
 
     /// Whether `namespace/name` is a key.

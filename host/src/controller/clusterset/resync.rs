@@ -9,7 +9,7 @@ use super::controller::Shared;
 use super::triggers::ours;
 use super::{cache, names};
 use crate::controller::Context;
-use crate::controller::cache::Cached;
+use crate::controller::cache::{Cached, Health};
 
 /// When the hub does not serve MultiClusterServices (404: no CRD), the MCS side idles: the
 /// member caches must not wait for the hub's MCSs to list (they never will), so the scope is
@@ -31,8 +31,8 @@ pub(super) fn idle_without_mcs(ctx: &Context, told: bool) -> bool {
 }
 
 /// At a resync: drops the keys nothing is left of in any member (no ServiceExport, no
-/// ServiceImport, derived Service or imported slice of ours), and adds every name exported or
-/// imported (keys a missed event would have added).
+/// ServiceImport, derived Service or imported slice of ours), and adds every name exported,
+/// imported or held by an object of ours (keys a missed event would have added).
 pub(super) fn retain_keys(shared: &Shared) {
     let stores: Vec<cache::Stores> = {
         let stores = shared.stores.read().unwrap_or_else(|p| p.into_inner());
@@ -47,6 +47,11 @@ pub(super) fn retain_keys(shared: &Shared) {
                 shared.keys.add(import.namespace(), import.name());
             }
         }
+        for key in member.groups_of_ours() {
+            if let Some((namespace, name)) = key.split_once('/') {
+                shared.keys.add(namespace, name);
+            }
+        }
     }
     let caches = shared.ctx.caches.members();
     shared.keys.retain(|namespace, name| {
@@ -54,8 +59,12 @@ pub(super) fn retain_keys(shared: &Shared) {
         stores.iter().any(|m| {
             m.exports.get(namespace, name).is_some()
                 || m.imports.get(namespace, name).is_some_and(|i| ours(&i))
+                || !m.derived.group(namespace, name).is_empty()
+                || !m.imported.group(namespace, name).is_empty()
                 // A member that cannot be read may still hold some: keep the key.
                 || (!m.not_served() && m.unreadable().is_some())
+                || m.derived.health() != Health::Synced
+                || m.imported.health() != Health::Synced
         }) || caches.iter().any(|c| {
             c.services.get(namespace, &derived).is_some()
                 || c.slices

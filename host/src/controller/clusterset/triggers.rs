@@ -1,7 +1,11 @@
 //! What the clusterset side hears of the watches and what it asks for: a live change (heard
 //! after a list, not the controller's own write) passes over its key at once; whatever may
 //! concern every key (a store that lists, a ClusterProperty change, a membership change, the
-//! resync) queues every key in the backlog, behind the live changes.
+//! resync) queues every key in the backlog, behind the live changes; a member turning
+//! unreadable queues its own names ([`unreadable`]).
+
+#[path = "unreadable.rs"]
+mod unreadable;
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
@@ -9,7 +13,7 @@ use std::time::Instant;
 
 use kube::api::DynamicObject;
 
-use super::cache::{Hears, Resource};
+use super::cache::{Hears, Resource, Stores};
 use super::keys::Keys;
 use super::names::{CLUSTER_PROPERTY, CREATED_BY, CREATED_BY_LABEL};
 use crate::clusters::api_error::Kind;
@@ -31,6 +35,10 @@ pub struct Heard {
     /// Live changes are recorded here before their trigger goes: the backlog holds behind
     /// them, and lets go of their keys.
     changes: Arc<Changes>,
+    /// The members' failing spells.
+    spells: unreadable::Spells,
+    /// `cluster/crd` of the CRDs established without the version used (reported once).
+    unserved: Arc<Mutex<HashSet<String>>>,
 }
 
 impl Heard {
@@ -46,6 +54,8 @@ impl Heard {
             told: Arc::default(),
             bulk,
             changes,
+            spells: unreadable::Spells::default(),
+            unserved: Arc::default(),
         }
     }
 
@@ -66,12 +76,24 @@ impl Heard {
         );
     }
 
+    /// A watch of `cluster` failed: its names get a pass if it fails past the grace.
+    fn failed(&self, cluster: &str) {
+        let bulk = self.bulk.clone();
+        self.spells
+            .failed(cluster, move |names| bulk.queue_all(names));
+    }
+
     /// A member Service or EndpointSlice changed: the key of its group, if any, gets a pass.
-    fn member_news<K: Cached>(&self, news: &News<'_, K>) {
-        if let News::Synced { .. } = news {
-            // A member store listed (or works again): what it shows may be new to every key.
-            self.everything();
-            return;
+    fn member_news<K: Cached>(&self, cluster: &str, news: &News<'_, K>) {
+        match news {
+            News::Synced { .. } => {
+                // A member store listed (or works again): what it shows may be new to every key.
+                self.spells.works(cluster);
+                self.everything();
+                return;
+            }
+            News::Failed { .. } => self.failed(cluster),
+            _ => {}
         }
         if let News::Changed {
             object,
@@ -99,12 +121,51 @@ impl Heard {
 }
 
 impl Hears for Heard {
+    fn started(&self, cluster: &str, stores: &Stores) {
+        self.spells.started(cluster, stores);
+    }
+
+    fn stopped(&self, cluster: &str) {
+        self.spells.stopped(cluster);
+    }
+
+    fn unserved(&self, cluster: &str, crd: &str, served: Option<Vec<String>>) {
+        let key = format!("{cluster}/{crd}");
+        let changed = {
+            let mut unserved = self.unserved.lock().unwrap_or_else(|p| p.into_inner());
+            if served.is_some() {
+                unserved.insert(key)
+            } else {
+                unserved.remove(&key)
+            }
+        };
+        if !changed {
+            return;
+        }
+        self.metrics
+            .clusterset_unserved(cluster, crd, served.is_some());
+        match served {
+            Some(versions) => tracing::warn!(%cluster, %crd, served = ?versions,
+                wanted = "v1beta1",
+                "the member's CRD does not serve the Multi-Cluster Services API version the controller uses: the member takes no part in the clusterset (no exports read, nothing imported) until it does; install the CRDs of policies/crds, which serve v1alpha1 and v1beta1"),
+            None => {
+                tracing::info!(%cluster, %crd, "the member's CRD serves the version the controller uses again, or is gone")
+            }
+        }
+    }
+
     fn heard(&self, cluster: &str, resource: Resource, news: News<'_, DynamicObject>) {
         match news {
             News::Listed { object } => {
                 if resource == Resource::Exports || (resource == Resource::Imports && ours(object))
                 {
                     self.keys.add(object.namespace(), object.name());
+                }
+                if let Resource::Ours(which) = resource
+                    && let Some(exported) = which.name_of(object)
+                {
+                    // Listed at start: the pass over every key after the list covers it.
+                    self.keys.add(object.namespace(), exported);
                 }
                 if let Ok(mut told) = self.told.lock() {
                     told.remove(cluster);
@@ -132,10 +193,27 @@ impl Hears for Heard {
                             self.everything();
                         }
                     }
+                    Resource::Ours(which) => {
+                        // A name nothing else names (its exports and import went while the
+                        // controller was stopped, or by hand): a key, and its pass decides.
+                        if let Some(exported) = which.name_of(object)
+                            && !deleted
+                            && self.keys.add(namespace, exported)
+                            && !own
+                        {
+                            self.live(namespace, exported);
+                        }
+                    }
                 }
             }
-            News::Synced { .. } => self.everything(),
+            News::Synced { .. } => {
+                self.spells.works(cluster);
+                self.everything();
+            }
             News::Failed { kind, .. } => {
+                if kind != Kind::NotFound {
+                    self.failed(cluster);
+                }
                 if kind == Kind::NotFound {
                     let first = self
                         .told
@@ -170,7 +248,7 @@ impl<L> WithClusterset<L> {
 
 impl<L: Listener> Listener for WithClusterset<L> {
     fn hear<K: Cached>(&self, cluster: &str, news: News<'_, K>) {
-        self.clusterset.member_news(&news);
+        self.clusterset.member_news(cluster, &news);
         self.inner.hear(cluster, news);
     }
 

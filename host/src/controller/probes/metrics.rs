@@ -40,6 +40,7 @@ pub struct Metrics {
     clusterset_passes: Counter,
     clusterset_writes: Family<Labels, Counter>,
     clusterset_propagation: Histogram,
+    clusterset_unserved: Family<Labels, Gauge>,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -140,7 +141,14 @@ impl Default for Metrics {
             "From a watched change of an exported name (ServiceExport, Service, EndpointSlice, ServiceImport, derived Service or imported EndpointSlice in a member) to the end of the clusterset pass that carried it to the members",
             clusterset_propagation.clone(),
         );
+        let clusterset_unserved = Family::<Labels, Gauge>::default();
+        registry.register(
+            "clusterset_crd_unserved_version",
+            "1 while a member's ServiceExport or ServiceImport CRD (label crd) is established but does not serve multicluster.x-k8s.io/v1beta1 (e.g. v1alpha1 only): the member takes no part in the clusterset; the log names the versions it serves",
+            clusterset_unserved.clone(),
+        );
         Metrics {
+            clusterset_unserved,
             clusterset_passes,
             clusterset_propagation,
             clusterset_writes,
@@ -198,6 +206,15 @@ impl Metrics {
 
     pub fn deleted(&self, n: usize) {
         self.deleted.inc_by(n as u64);
+    }
+
+    /// Whether the CRD `crd` of member `cluster` is established without serving the
+    /// Multi-Cluster Services API's version the controller uses (`v1beta1`).
+    pub fn clusterset_unserved(&self, cluster: &str, crd: &str, unserved: bool) {
+        let labels = vec![("cluster", cluster.to_string()), ("crd", crd.to_string())];
+        self.clusterset_unserved
+            .get_or_create(&labels)
+            .set(i64::from(unserved));
     }
 
     /// One change carried to the members `elapsed` after it was seen.

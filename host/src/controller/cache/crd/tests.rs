@@ -32,6 +32,44 @@ fn a_crd_serves_its_resource_once_established_and_serving_the_version() {
     )));
 }
 
+#[tokio::test]
+async fn a_crd_being_deleted_does_not_serve_its_resource() {
+    let crd = |deleting: bool, terminating: bool| {
+        let mut conditions = vec![json!({"type": "Established", "status": "True"})];
+        if terminating {
+            conditions.push(json!({"type": "Terminating", "status": "True"}));
+        }
+        let mut object: DynamicObject = serde_json::from_value(json!({
+            "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": "serviceexports.multicluster.x-k8s.io"},
+            "spec": {"versions": [{"name": "v1beta1", "served": true}]},
+            "status": {"conditions": conditions},
+        }))
+        .unwrap();
+        if deleting {
+            object.metadata.deletion_timestamp =
+                Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+                    k8s_openapi::jiff::Timestamp::UNIX_EPOCH,
+                ));
+        }
+        object
+    };
+    let (client, _) = server(CrdAnswer::Watched);
+    let watched = Crd::of(client, &exports());
+    assert!(watched.serves(&crd(false, false)));
+    assert!(!watched.serves(&crd(true, false)), "deletionTimestamp set");
+    assert!(!watched.serves(&crd(false, true)), "Terminating=True");
+}
+
+#[test]
+fn the_versions_a_crd_serves_are_listed_in_its_order() {
+    let crd = json!({"spec": {"versions": [{"name": "v1alpha1", "served": true},
+                                            {"name": "v1beta1", "served": false},
+                                            {"name": "v1", "served": true}]}});
+    assert_eq!(served_versions(&crd), ["v1alpha1", "v1"]);
+    assert!(served_versions(&json!({})).is_empty());
+}
+
 fn exports() -> ApiResource {
     ApiResource::from_gvk_with_plural(
         &GroupVersionKind::gvk("multicluster.x-k8s.io", "v1beta1", "ServiceExport"),
