@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand};
 
 use crate::controller::SyncArgs;
+use crate::dns::DnsArgs;
 use crate::eval::EvalArgs;
 use crate::manifests::ManifestsArgs;
 use crate::webhook::ServeArgs;
@@ -47,6 +48,9 @@ pub enum Command {
     Serve(Box<ServeArgs>),
     /// Sync EndpointSlices between member clusters for every MultiClusterService in the hub.
     Sync(Box<SyncArgs>),
+    /// Serve `clusterset.local` DNS (KEP-1645) from this cluster's ServiceImports and imported
+    /// EndpointSlices, over UDP and TCP.
+    Dns(Box<DnsArgs>),
     /// Evaluate one request offline and print the answer as JSON.
     #[command(subcommand)]
     Eval(EvalCommand),

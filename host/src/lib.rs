@@ -6,6 +6,8 @@
 //!   protocol ([`webhook::review`]).
 //! - [`controller`]: the EndpointSlice sync controller (`mcs-policy sync`), over the member
 //!   clusters of [`clusters`].
+//! - [`dns`]: the `clusterset.local` DNS server of the Multi-Cluster Services API
+//!   (`mcs-policy dns`).
 //! - [`eval`]: one decision offline.
 //! - [`settings`]: policy settings (`policies/`) and the environment context.
 //! - [`config`]: the command line, assembled from each subsystem's argument group (only the
@@ -15,6 +17,7 @@ pub mod build_info;
 pub mod clusters;
 pub mod config;
 pub mod controller;
+pub mod dns;
 pub mod duration;
 pub mod engine;
 pub mod eval;

@@ -1,5 +1,6 @@
 //! Logs on stderr, through `tracing`: `text` (coloured only on a terminal) or `json`, the level
-//! from `RUST_LOG` (default `info`). Called once by `main.rs` before any command runs.
+//! from `RUST_LOG` (default `info`, hickory-server's `warn`). Called once by `main.rs` before
+//! any command runs.
 //!
 //! Under `json` every line the program writes on stderr or stdout for `serve` and `sync` is a
 //! JSON object: the lines meant for scripts ([`announce`]), the final error ([`exit_error`])
@@ -15,7 +16,8 @@ static JSON: AtomicBool = AtomicBool::new(false);
 /// Installs the global subscriber: `format` is `text` or `json` (`--log-format`).
 pub fn init(format: &str) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+        // hickory-server (`mcs-policy dns`) logs every query at info.
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,hickory_server=warn"));
     let colour = colour(
         std::io::stderr().is_terminal(),
         std::env::var_os("NO_COLOR").as_deref(),

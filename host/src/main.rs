@@ -8,7 +8,7 @@ use anyhow::Context as _;
 use clap::Parser;
 use mcs_policy::config::{Args, Command, ComponentArgs, EvalCommand};
 use mcs_policy::engine::EMBEDDED_COMPONENT;
-use mcs_policy::{controller, eval, logging, manifests, webhook};
+use mcs_policy::{controller, dns, eval, logging, manifests, webhook};
 
 fn main() -> ExitCode {
     let args = Args::parse();
@@ -40,6 +40,13 @@ fn run(args: Args) -> anyhow::Result<()> {
                 .context("starting the async runtime")?;
             runtime.block_on(controller::run(*sync, mcs_policy::shutdown_signal()))?;
             Ok(())
+        }
+        Command::Dns(args) => {
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()
+                .context("starting the async runtime")?;
+            runtime.block_on(dns::run(*args, mcs_policy::shutdown_signal()))
         }
         Command::Eval(what) => run_eval(what),
         Command::Manifests(m) => {

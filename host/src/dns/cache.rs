@@ -1,0 +1,140 @@
+//! The caches the answers come from: a kube-runtime watcher and reflector over the cluster's
+//! ServiceImports (`multicluster.x-k8s.io/v1beta1`) and one over its EndpointSlices labelled
+//! `multicluster.kubernetes.io/service-name` (the imported ones: a MultiClusterService's
+//! copies carry only `kubernetes.io/service-name` and are never read). After both have listed
+//! once, every change rebuilds the [`Index`] the queries read; until then there is none, and
+//! the server answers SERVFAIL.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, RwLock};
+
+use futures::{Stream, StreamExt};
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
+use kube::runtime::reflector::{self, Store};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Api, Client};
+use tokio::sync::Notify;
+
+use super::index::{Import, ImportSpec, Index, SERVICE_NAME_LABEL};
+
+/// The index queries read, and its SOA serial.
+#[derive(Debug, Default)]
+pub struct Snapshot {
+    pub index: Index,
+    pub serial: u32,
+}
+
+/// What the caches have: nothing before they synced, then the latest index.
+#[derive(Debug, Default)]
+pub struct Shared {
+    snapshot: RwLock<Option<Arc<Snapshot>>>,
+    serial: AtomicU32,
+}
+
+impl Shared {
+    /// The latest index, or `None` before both caches have synced.
+    pub fn snapshot(&self) -> Option<Arc<Snapshot>> {
+        self.snapshot
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
+    }
+
+    /// Whether the caches have synced.
+    pub fn ready(&self) -> bool {
+        self.snapshot().is_some()
+    }
+
+    fn publish(&self, index: Index) {
+        let serial = self.serial.fetch_add(1, Ordering::Relaxed).wrapping_add(1);
+        let snapshot = Arc::new(Snapshot { index, serial });
+        *self
+            .snapshot
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(snapshot);
+    }
+}
+
+/// `multicluster.x-k8s.io/v1beta1` `ServiceImport`.
+fn service_imports() -> ApiResource {
+    ApiResource::from_gvk(&GroupVersionKind::gvk(
+        "multicluster.x-k8s.io",
+        "v1beta1",
+        "ServiceImport",
+    ))
+}
+
+/// Runs the two watches and keeps `shared` up to date; returns only when a watch stream
+/// ends (never, in practice: the watchers retry with backoff).
+pub async fn run(client: Client, shared: Arc<Shared>) {
+    let resource = service_imports();
+    let import_writer = reflector::store::Writer::<DynamicObject>::new(resource.clone());
+    let imports = import_writer.as_reader();
+    let import_events = watcher(
+        Api::<DynamicObject>::all_with(client.clone(), &resource),
+        watcher::Config::default(),
+    )
+    .default_backoff()
+    .reflect(import_writer);
+
+    let slice_writer = reflector::store::Writer::<EndpointSlice>::default();
+    let slices = slice_writer.as_reader();
+    let slice_events = watcher(
+        Api::<EndpointSlice>::all(client),
+        watcher::Config::default().labels(SERVICE_NAME_LABEL),
+    )
+    .default_backoff()
+    .reflect(slice_writer);
+
+    let changed = Notify::new();
+    let rebuild = async {
+        let (a, b) = tokio::join!(imports.wait_until_ready(), slices.wait_until_ready());
+        if a.is_err() || b.is_err() {
+            return;
+        }
+        tracing::info!("ServiceImport and EndpointSlice caches synced: answering");
+        loop {
+            shared.publish(build(&imports, &slices));
+            changed.notified().await;
+        }
+    };
+    tokio::select! {
+        () = drain(import_events, "serviceimports", &changed) => {}
+        () = drain(slice_events, "endpointslices", &changed) => {}
+        () = rebuild => {}
+    }
+}
+
+/// Consumes a reflected watch stream, waking the rebuild after every event.
+async fn drain<K>(
+    events: impl Stream<Item = Result<watcher::Event<K>, watcher::Error>>,
+    what: &str,
+    changed: &Notify,
+) {
+    let mut events = std::pin::pin!(events);
+    while let Some(event) = events.next().await {
+        match event {
+            Ok(_) => changed.notify_one(),
+            Err(error) => tracing::warn!(%error, resource = what, "watch failed; retrying"),
+        }
+    }
+}
+
+/// The index of the caches' content.
+fn build(imports: &Store<DynamicObject>, slices: &Store<EndpointSlice>) -> Index {
+    let imports = imports.state().into_iter().map(|object| {
+        let spec = object
+            .data
+            .get("spec")
+            .and_then(|spec| serde_json::from_value::<ImportSpec>(spec.clone()).ok())
+            .unwrap_or_default();
+        Import {
+            namespace: object.metadata.namespace.clone().unwrap_or_default(),
+            name: object.metadata.name.clone().unwrap_or_default(),
+            spec,
+        }
+    });
+    let slices = slices.state();
+    Index::build(imports, slices.iter().map(AsRef::as_ref))
+}

@@ -1,0 +1,217 @@
+//! The DNS side: hickory-server's [`Server`] reads and frames the messages on one UDP socket
+//! and one TCP listener (a message it cannot parse gets FORMERR or nothing, and the server
+//! goes on); [`Handler`] answers each query from the caches' latest index.
+
+use std::io;
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::sync::Arc;
+
+use hickory_server::net::runtime::Time;
+use hickory_server::proto::op::{
+    Edns, Header, HeaderCounts, MessageType, Metadata, OpCode, ResponseCode,
+};
+use hickory_server::proto::rr::{DNSClass, Record};
+use hickory_server::server::{Request, RequestHandler, ResponseHandler, ResponseInfo};
+use hickory_server::zone_handler::MessageResponseBuilder;
+use socket2::{Domain, Protocol, Socket, Type};
+
+use super::answer::{Answer, Zone};
+use super::cache::Shared;
+use super::http::Metrics;
+use crate::listen::ListenAddr;
+
+/// Answers queries for `zone` from `shared`.
+pub struct Handler {
+    pub zone: Zone,
+    pub shared: Arc<Shared>,
+    pub metrics: Arc<Metrics>,
+}
+
+/// A response before it is encoded.
+struct Reply {
+    code: ResponseCode,
+    authoritative: bool,
+    answers: Vec<Record>,
+    soa: Vec<Record>,
+    additionals: Vec<Record>,
+}
+
+impl Reply {
+    fn error(code: ResponseCode) -> Reply {
+        Reply {
+            code,
+            authoritative: false,
+            answers: Vec::new(),
+            soa: Vec::new(),
+            additionals: Vec::new(),
+        }
+    }
+}
+
+impl Handler {
+    fn reply(&self, request: &Request) -> Reply {
+        if request.metadata.message_type != MessageType::Query {
+            return Reply::error(ResponseCode::FormErr);
+        }
+        if request.metadata.op_code != OpCode::Query {
+            return Reply::error(ResponseCode::NotImp);
+        }
+        let Ok(info) = request.request_info() else {
+            return Reply::error(ResponseCode::FormErr);
+        };
+        let query = info.query;
+        if query.query_class() != DNSClass::IN && query.query_class() != DNSClass::ANY {
+            return Reply::error(ResponseCode::Refused);
+        }
+        let qname = query.original().name();
+        if !self.zone.name().zone_of(qname) {
+            return Reply::error(ResponseCode::Refused);
+        }
+        let Some(snapshot) = self.shared.snapshot() else {
+            return Reply::error(ResponseCode::ServFail);
+        };
+        let soa = || vec![self.zone.soa(snapshot.serial)];
+        match self
+            .zone
+            .answer(&snapshot.index, snapshot.serial, qname, query.query_type())
+        {
+            Answer::Refused => Reply::error(ResponseCode::Refused),
+            Answer::NxDomain => Reply {
+                soa: soa(),
+                authoritative: true,
+                ..Reply::error(ResponseCode::NXDomain)
+            },
+            Answer::Found {
+                answers,
+                additionals,
+            } => Reply {
+                code: ResponseCode::NoError,
+                authoritative: true,
+                soa: if answers.is_empty() {
+                    soa()
+                } else {
+                    Vec::new()
+                },
+                answers,
+                additionals,
+            },
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl RequestHandler for Handler {
+    async fn handle_request<R: ResponseHandler, T: Time>(
+        &self,
+        request: &Request,
+        mut response_handle: R,
+    ) -> ResponseInfo {
+        let mut edns = None;
+        let mut reply = match &request.edns {
+            Some(asked) => {
+                let mut ours = Edns::new();
+                ours.set_max_payload(asked.max_payload().max(512));
+                ours.set_version(0);
+                edns = Some(ours);
+                if asked.version() > 0 {
+                    Reply::error(ResponseCode::BADVERS)
+                } else {
+                    self.reply(request)
+                }
+            }
+            None => self.reply(request),
+        };
+        if reply.code == ResponseCode::BADVERS && edns.is_none() {
+            reply.code = ResponseCode::FormErr;
+        }
+        self.metrics.query(reply.code);
+        let mut metadata = Metadata::response_from_request(&request.metadata);
+        metadata.response_code = reply.code;
+        metadata.authoritative = reply.authoritative;
+        let mut builder = MessageResponseBuilder::from_message_request(request);
+        if let Some(edns) = &edns {
+            builder.edns(edns);
+        }
+        let response = builder.build(
+            metadata,
+            reply.answers.iter(),
+            std::iter::empty(),
+            reply.soa.iter(),
+            reply.additionals.iter(),
+        );
+        match response_handle.send_response(response).await {
+            Ok(info) => info,
+            Err(error) => {
+                tracing::debug!(%error, "sending a DNS response failed");
+                let mut failed = Metadata::response_from_request(&request.metadata);
+                failed.response_code = ResponseCode::ServFail;
+                ResponseInfo::from(Header {
+                    metadata: failed,
+                    counts: HeaderCounts::default(),
+                })
+            }
+        }
+    }
+}
+
+/// Binds the UDP socket of `addr`; `:PORT` binds `[::]:PORT` with `IPV6_V6ONLY` off (IPv4
+/// too), or `0.0.0.0:PORT` on a host without IPv6, as [`crate::listen::bind`] does for TCP.
+pub fn bind_udp(addr: ListenAddr) -> io::Result<tokio::net::UdpSocket> {
+    let socket = match addr {
+        ListenAddr::Addr(addr) => udp_on(addr, false)?,
+        ListenAddr::Any(port) => {
+            match udp_on(SocketAddr::from((Ipv6Addr::UNSPECIFIED, port)), true) {
+                Ok(socket) => socket,
+                Err(err)
+                    if matches!(
+                        err.kind(),
+                        io::ErrorKind::AddrInUse | io::ErrorKind::PermissionDenied
+                    ) =>
+                {
+                    return Err(err);
+                }
+                Err(_) => udp_on(SocketAddr::from((Ipv4Addr::UNSPECIFIED, port)), false)?,
+            }
+        }
+    };
+    tokio::net::UdpSocket::from_std(socket.into())
+}
+
+fn udp_on(addr: SocketAddr, dual_stack: bool) -> io::Result<Socket> {
+    let socket = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP))?;
+    if dual_stack {
+        socket.set_only_v6(false)?;
+    }
+    socket.set_nonblocking(true)?;
+    socket.bind(&addr.into())?;
+    Ok(socket)
+}
+
+/// The UDP socket and TCP listener of `addr`, on one port: with port 0, the port the kernel
+/// gave the UDP socket, tried again with another when TCP has it taken.
+pub fn bind(addr: ListenAddr) -> io::Result<(tokio::net::UdpSocket, tokio::net::TcpListener)> {
+    let same_port = |udp: &tokio::net::UdpSocket| -> io::Result<ListenAddr> {
+        let port = udp.local_addr()?.port();
+        Ok(match addr {
+            ListenAddr::Addr(a) => ListenAddr::Addr(SocketAddr::new(a.ip(), port)),
+            ListenAddr::Any(_) => ListenAddr::Any(port),
+        })
+    };
+    let asked_port = match addr {
+        ListenAddr::Addr(a) => a.port(),
+        ListenAddr::Any(port) => port,
+    };
+    let mut attempts = 0;
+    loop {
+        let udp = bind_udp(addr)?;
+        match crate::listen::bind(same_port(&udp)?) {
+            Ok(tcp) => return Ok((udp, tcp)),
+            Err(err)
+                if asked_port == 0 && err.kind() == io::ErrorKind::AddrInUse && attempts < 16 =>
+            {
+                attempts += 1;
+            }
+            Err(err) => return Err(err),
+        }
+    }
+}
