@@ -15,7 +15,9 @@
 //! it ends ([`process::Process`]).
 
 pub mod certificates;
+pub mod cold_start;
 pub mod control_plane;
+pub mod fleet;
 pub mod pods;
 pub mod process;
 pub mod proxy;
