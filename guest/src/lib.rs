@@ -110,6 +110,10 @@ impl Guest for Component {
         clusterset::decide(&read)
     }
 
+    fn clusterset_derived_name(namespace: String, name: String) -> String {
+        clusterset::digest::derived_name(&namespace, &name)
+    }
+
     fn cluster_name_problem(name: String) -> Option<String> {
         names::cluster_name_problem(&name)
     }

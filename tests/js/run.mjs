@@ -29,6 +29,7 @@ import {
   mutationResponse,
   parseReview,
   runClusterset,
+  clustersetDerivedNames,
   runConclude,
   runDecide,
   runFilter,
@@ -83,7 +84,7 @@ async function loadComponent() {
   // The world exports the interface `karmada:mcs-policy/policy@0.1.0`; jco exposes it under its
   // plain name (`policy`) and its full name.
   const api = module.policy ?? module[POLICY_INTERFACE];
-  for (const f of ['validate', 'mutate', 'filter', 'service', 'loadBalancerStatus', 'decide', 'conclude', 'clustersetDecide']) {
+  for (const f of ['validate', 'mutate', 'filter', 'service', 'loadBalancerStatus', 'decide', 'conclude', 'clustersetDecide', 'clustersetDerivedName']) {
     if (typeof api?.[f] !== 'function') {
       throw new Error(`the transpiled component exports no ${POLICY_INTERFACE}#${f} (exports: ${Object.keys(module).join(', ')})`);
     }
@@ -242,12 +243,21 @@ async function syncFixture(policy, kind, id, text) {
 
 /**
  * A clusterset fixture: its `input` through jco against the fixture's `expect` (the Rust host's
- * answer to the same input is checked against `expect` by tests/tests/fixtures.rs and
- * wasmtime_cli.rs; `mcs-policy eval` has no clusterset-decide).
+ * answer to the same input is checked against `expect` by tests/tests/fixtures.rs,
+ * wasmtime_cli.rs and eval_cli.rs), and clusterset-derived-name against the names it applies.
  */
 function clustersetFixture(policy, text) {
   const fixture = JSON.parse(text);
-  return prefixed('jco vs expect', jsonDiff(runClusterset(policy, fixture.input), fixture.expect));
+  const problems = prefixed('jco vs expect', jsonDiff(runClusterset(policy, fixture.input), fixture.expect));
+  // The host reads the derived Service under the name clusterset-derived-name gives: the one
+  // clusterset-decide applies.
+  if (fixture.expect.ok !== undefined) {
+    const { named, applied } = clustersetDerivedNames(policy, fixture.input);
+    for (const a of applied) {
+      if (a !== named) problems.push(`clusterset-derived-name: ${named}, but the decision applies ${a}`);
+    }
+  }
+  return problems;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -133,8 +133,10 @@ pub fn read_input(input: &Value) -> ClustersetRead {
                             .collect(),
                     }),
                 },
+                unreadable_ms: m["unreadableMs"].as_u64().unwrap_or(0),
             })
             .collect(),
+        stale_timeout_ms: input["staleTimeoutMs"].as_u64(),
     }
 }
 
@@ -305,16 +307,18 @@ pub fn wave_read(r: &ClustersetRead) -> String {
             ),
         };
         format!(
-            "{{cluster: {}, cluster-property: {}, state: {state}}}",
+            "{{cluster: {}, cluster-property: {}, state: {state}, unreadable-ms: {}}}",
             string(&m.cluster),
-            opt_str(&m.cluster_property)
+            opt_str(&m.cluster_property),
+            m.unreadable_ms
         )
     });
     format!(
-        "{{namespace: {}, name: {}, now: {}, members: {members}}}",
+        "{{namespace: {}, name: {}, now: {}, members: {members}, stale-timeout-ms: {}}}",
         string(&r.namespace),
         string(&r.name),
-        string(&r.now)
+        string(&r.now),
+        option(r.stale_timeout_ms.map(|t| t.to_string()))
     )
 }
 
@@ -359,6 +363,7 @@ pub fn wave_answer(answer: &Result<ClustersetDecision, String>) -> String {
                             "apply-slices",
                             Ok(list(&m.apply_slices, |s| endpoint_slice(s, true))),
                         ),
+                        ("slice-owner", Err(m.slice_owner.as_deref().map(string))),
                         (
                             "delete-slices",
                             Ok(list(&m.delete_slices, wave_precondition)),

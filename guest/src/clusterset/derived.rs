@@ -6,6 +6,7 @@ use serde_json::{Map, Value, json};
 
 use super::export::{Properties, map_at, ports, str_at};
 use super::import::{Allocated, escape, ports_json, shared_spec};
+use super::owner::{Owner, owned_as};
 use super::{CREATED_BY, CREATED_BY_LABEL};
 use crate::filter::MC_SERVICE_NAME_LABEL;
 
@@ -16,13 +17,20 @@ use crate::filter::MC_SERVICE_NAME_LABEL;
 /// both, its primary first; a single-stack member with its one).
 pub const IP_FAMILY_POLICY: &str = "PreferDualStack";
 
-/// The derived Service to apply for the import of `name`.
-pub fn body(namespace: &str, name: &str, derived: &str, p: &Properties) -> Value {
+/// The derived Service to apply for the import of `name`, owned by the member's ServiceImport
+/// when it has a uid.
+pub fn body(
+    namespace: &str,
+    name: &str,
+    derived: &str,
+    p: &Properties,
+    owner: Option<&Owner>,
+) -> Value {
     let mut spec = Map::new();
     spec.insert("type".into(), json!("ClusterIP"));
     spec.insert("ipFamilyPolicy".into(), json!(IP_FAMILY_POLICY));
     shared_spec(p, &mut spec);
-    json!({
+    let mut body = json!({
         "apiVersion": "v1",
         "kind": "Service",
         "metadata": {
@@ -31,7 +39,11 @@ pub fn body(namespace: &str, name: &str, derived: &str, p: &Properties) -> Value
             "labels": { CREATED_BY_LABEL: CREATED_BY, MC_SERVICE_NAME_LABEL: name },
         },
         "spec": spec,
-    })
+    });
+    if let Some(owner) = owner {
+        body["metadata"]["ownerReferences"] = json!([owner.reference()]);
+    }
+    body
 }
 
 /// Whether a Service as read carries our marker.
@@ -44,7 +56,8 @@ pub fn is_ours(existing: &Value) -> bool {
 
 /// Whether `existing` is as `desired` says, API-server defaults and assigned fields aside: our
 /// labels, type `ClusterIP` and not headless, no selector, the same ports (by name, protocol,
-/// app protocol and port), affinity, traffic and IP family policies.
+/// app protocol and port), affinity, traffic and IP family policies, and the owner `desired`
+/// names among its owners.
 pub fn same(existing: &Value, desired: &Value) -> bool {
     let have = map_at(existing, "/metadata/labels");
     let labels_kept = map_at(desired, "/metadata/labels")
@@ -60,6 +73,7 @@ pub fn same(existing: &Value, desired: &Value) -> bool {
     };
     let value = |v: &Value, key: &str| v.get(key).cloned().unwrap_or(Value::Null);
     labels_kept
+        && owned_as(existing, desired)
         && text(&e, "type", "ClusterIP") == "ClusterIP"
         && str_at(&e, "/clusterIP") != Some("None")
         && e.get("selector")

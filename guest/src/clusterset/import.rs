@@ -6,6 +6,7 @@ use serde_json::{Map, Value, json};
 
 use super::export::{Port, Properties, map_at, ports, str_at};
 use super::{CREATED_BY, CREATED_BY_LABEL, DERIVED_SERVICE_ANNOTATION, GROUP_VERSION};
+use crate::condition::{Condition, merge};
 
 pub const KIND: &str = "ServiceImport";
 
@@ -103,15 +104,98 @@ pub fn body(
     })
 }
 
-/// The status subresource body: `status.clusters` lists the exporting cluster ids.
-pub fn status_body(namespace: &str, name: &str, clusters: &[String]) -> Value {
+/// The status subresource body: `status.clusters` lists the exporting cluster ids, and
+/// `status.conditions` our conditions (`Ready`; a server-side apply keeps the other types,
+/// which other managers own).
+pub fn status_body(
+    namespace: &str,
+    name: &str,
+    clusters: &[String],
+    conditions: &[Value],
+) -> Value {
     let clusters: Vec<Value> = clusters.iter().map(|c| json!({ "cluster": c })).collect();
     json!({
         "apiVersion": GROUP_VERSION,
         "kind": KIND,
         "metadata": { "name": name, "namespace": namespace },
-        "status": { "clusters": clusters },
+        "status": { "clusters": clusters, "conditions": conditions },
     })
+}
+
+/// The ServiceImport condition mcs-api `v1beta1` defines.
+pub const READY: &str = "Ready";
+/// `Ready=True`.
+pub const REASON_READY: &str = "Ready";
+/// `Ready=False`: the import is being created or updated (no ClusterSetIP yet).
+pub const REASON_PENDING: &str = "Pending";
+/// `Ready=False`: the member's ClusterSetIP is of no family of the exported endpoints.
+pub const REASON_IP_FAMILY_NOT_SUPPORTED: &str = "IPFamilyNotSupported";
+
+/// A member's import's `Ready` condition: a headless import is ready; a `ClusterSetIP` one once
+/// its derived Service has an IP (`allocated`) of a family the exported endpoints are in
+/// (`unreachable` says why not, see [`super::derived::unreachable`]).
+pub fn ready(
+    p: &Properties,
+    allocated: &Allocated,
+    unreachable: Option<&str>,
+    derived: &str,
+) -> Condition {
+    if p.headless {
+        return Condition::new(
+            READY,
+            true,
+            REASON_READY,
+            "the exported endpoints are imported (headless: no ClusterSetIP)",
+        );
+    }
+    if allocated.ips.is_empty() {
+        return Condition::new(
+            READY,
+            false,
+            REASON_PENDING,
+            &format!("waiting for the derived Service {derived} to be given a ClusterSetIP"),
+        );
+    }
+    match unreachable {
+        Some(why) => Condition::new(READY, false, REASON_IP_FAMILY_NOT_SUPPORTED, why),
+        None => Condition::new(
+            READY,
+            true,
+            REASON_READY,
+            &format!(
+                "the ClusterSetIP {} reaches the exported endpoints",
+                allocated.ips.join(", ")
+            ),
+        ),
+    }
+}
+
+/// The status body to apply to `held` (the member's ServiceImport of ours, `None`: none yet)
+/// for `clusters` and the `ready` condition at `now`, `None` when its status already says so.
+pub fn status(
+    held: Option<&Value>,
+    namespace: &str,
+    name: &str,
+    clusters: &[String],
+    ready: &Condition,
+    now: &str,
+) -> Option<Value> {
+    let current: Vec<Value> = held
+        .and_then(|h| h.pointer("/status/conditions"))
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let merged = merge(&current, std::slice::from_ref(ready), None, now);
+    let same_clusters = held.is_some_and(|h| status_clusters(h) == clusters);
+    if same_clusters && merged.is_none() {
+        return None;
+    }
+    let ours: Vec<Value> = merged
+        .unwrap_or(current)
+        .into_iter()
+        .filter(|c| c.get("type").and_then(Value::as_str) == Some(READY))
+        .collect();
+    Some(status_body(namespace, name, clusters, &ours))
 }
 
 /// Whether a ServiceImport as read carries our marker.

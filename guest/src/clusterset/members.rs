@@ -28,6 +28,8 @@ pub struct Member<'a> {
     pub cluster: &'a str,
     pub id: String,
     pub seen: Seen<'a>,
+    /// Unreadable for longer than the stale timeout: what it exported is withdrawn.
+    pub stale: bool,
 }
 
 /// The longest cluster id (KEP-2149).
@@ -64,6 +66,10 @@ pub fn read(read: &ClustersetRead) -> Result<(Vec<Member<'_>>, BTreeSet<String>)
         .collect();
     let mut out = Vec::with_capacity(read.members.len());
     for (m, id) in read.members.iter().zip(ids.iter().cloned()) {
+        let stale = matches!(m.state, ClustersetMemberState::Unreadable(_))
+            && read
+                .stale_timeout_ms
+                .is_some_and(|timeout| m.unreadable_ms > timeout);
         let seen = match &m.state {
             ClustersetMemberState::Unreadable(why) => Seen::Unreadable(why),
             ClustersetMemberState::Readable(o) => {
@@ -117,6 +123,7 @@ pub fn read(read: &ClustersetRead) -> Result<(Vec<Member<'_>>, BTreeSet<String>)
             cluster: &m.cluster,
             id,
             seen,
+            stale,
         });
     }
     Ok((out, duplicated))

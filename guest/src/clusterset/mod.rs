@@ -7,6 +7,7 @@
 //! - `resolve.rs`: the winner, the port union and the conflicts;
 //! - `conditions.rs`: the ServiceExport conditions;
 //! - `import.rs`, `derived.rs`, `slices.rs`: the objects a member holds;
+//! - `owner.rs`: their owner, the member's ServiceImport;
 //! - `members.rs`: cluster ids and what each member holds as read;
 //! - `admission.rs`: the ServiceExport admission rule;
 //! - `digest.rs`: SHA-256 and base32hex, for the derived Service's name.
@@ -18,6 +19,7 @@ pub mod digest;
 pub mod export;
 pub mod import;
 mod members;
+pub mod owner;
 pub mod resolve;
 pub mod slices;
 #[cfg(test)]
@@ -77,10 +79,11 @@ pub fn decide(read: &ClustersetRead) -> Result<ClustersetDecision, String> {
             }
         })
         .collect();
-    // What members that cannot be read, or whose id is shared, exported stays as it is.
+    // What members that cannot be read (for no longer than the stale timeout), or whose id is
+    // shared, exported stays as it is.
     let mut unreadable: BTreeSet<String> = members
         .iter()
-        .filter(|m| matches!(m.seen, Seen::Unreadable(_)))
+        .filter(|m| matches!(m.seen, Seen::Unreadable(_)) && !m.stale)
         .map(|m| m.id.clone())
         .collect();
     unreadable.extend(duplicated.iter().cloned());
@@ -178,10 +181,18 @@ fn member(
         service_import_status: None,
         derived_service: ObjectWrite::Leave,
         apply_slices: Vec::new(),
+        slice_owner: None,
         delete_slices: Vec::new(),
         notes: Vec::new(),
     };
     let r = match &m.seen {
+        Seen::Unreadable(why) if m.stale => {
+            decision.notes.push(format!(
+                "cluster {} has been unreadable for longer than the stale endpoint timeout, so nothing is written there and what it exported is withdrawn: {why}",
+                m.cluster
+            ));
+            return decision;
+        }
         Seen::Unreadable(why) => {
             decision.notes.push(format!(
                 "cluster {} is unreadable, so nothing is written there and what it exported stays: {why}",
@@ -204,6 +215,7 @@ fn member(
             conditions::export_conditions(export, outcome, imported, &read.now);
     }
     let import_ours = r.import.as_ref().map(import::is_ours);
+    let owner = owner::Owner::of(r.import.as_ref());
     let derived_ours = r.derived.as_ref().map(derived::is_ours);
     if import_ours == Some(false) {
         decision.notes.push(format!(
@@ -219,13 +231,14 @@ fn member(
         Mode::Apply(resolved) => {
             let p = &resolved.properties;
             let mut allocated = import::Allocated::default();
+            let mut unreachable = None;
             if p.headless {
                 // A headless import has no IP: no derived Service.
                 if derived_ours == Some(true) {
                     decision.derived_service = delete(r.derived.as_ref(), &mut decision.notes);
                 }
             } else {
-                let want = derived::body(ns, name, derived_name, p);
+                let want = derived::body(ns, name, derived_name, p, owner.as_ref());
                 match (&r.derived, derived_ours) {
                     (Some(held), Some(true)) => {
                         if str_at_is_headless(held) {
@@ -233,9 +246,8 @@ fn member(
                             decision.derived_service = delete(Some(held), &mut decision.notes);
                         } else {
                             allocated = derived::allocated(held);
-                            if let Some(why) = derived::unreachable(&allocated, p, ns, name) {
-                                decision.notes.push(why);
-                            }
+                            unreachable = derived::unreachable(&allocated, p, ns, name);
+                            decision.notes.extend(unreachable.clone());
                             if !derived::same(held, &want) {
                                 decision.derived_service = ObjectWrite::Apply(want.to_string());
                             }
@@ -247,20 +259,18 @@ fn member(
             }
             let derived_ref = (!p.headless).then_some(derived_name);
             let want = import::body(ns, name, p, derived_ref, &allocated);
+            let ready = import::ready(p, &allocated, unreachable.as_deref(), derived_name);
+            let status = |held| import::status(held, ns, name, clusters, &ready, &read.now);
             match (&r.import, import_ours) {
                 (Some(held), Some(true)) => {
                     if !import::same(held, &want) {
                         decision.service_import = ObjectWrite::Apply(want.to_string());
                     }
-                    if import::status_clusters(held) != clusters {
-                        decision.service_import_status =
-                            Some(import::status_body(ns, name, clusters).to_string());
-                    }
+                    decision.service_import_status = status(Some(held)).map(|s| s.to_string());
                 }
                 (None, _) => {
                     decision.service_import = ObjectWrite::Apply(want.to_string());
-                    decision.service_import_status =
-                        Some(import::status_body(ns, name, clusters).to_string());
+                    decision.service_import_status = status(None).map(|s| s.to_string());
                 }
                 _ => {}
             }
@@ -275,8 +285,10 @@ fn member(
             }
         }
     }
-    let writes = slices::writes(r.imported, desired, kept, ns, name);
+    let owner_uid = owner.as_ref().map(|o| o.uid.as_str());
+    let writes = slices::writes(r.imported, desired, owner_uid, kept, ns, name);
     decision.apply_slices = writes.apply;
+    decision.slice_owner = owner.map(|o| o.reference().to_string());
     if derived_ours == Some(false) && !decision.apply_slices.is_empty() {
         // The imported slices name the derived Service: kube-proxy would send that Service's
         // traffic to them.

@@ -5,6 +5,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use super::owner::IMPORT_UID_ANNOTATION;
 use crate::filter::{
     CLUSTERSET_MANAGER, DISPATCH_MANAGER, IMPORT_MANAGER, MANAGED_BY_LABEL, MC_SERVICE_NAME_LABEL,
     MC_SOURCE_CLUSTER_LABEL, SERVICE_NAME_LABEL, fnv1a64,
@@ -135,16 +136,31 @@ pub fn imported(
     }
 }
 
-/// Whether a held slice is `desired` (maps compared in any order).
-fn same(held: &EndpointSlice, desired: &EndpointSlice) -> bool {
+/// `desired` as a member applies it: with its ServiceImport's uid (`owner`) as the annotation
+/// [`IMPORT_UID_ANNOTATION`] when it has one.
+fn owned(desired: &EndpointSlice, owner: Option<&str>) -> EndpointSlice {
+    let mut out = desired.clone();
+    if let Some(uid) = owner {
+        out.annotations
+            .push((IMPORT_UID_ANNOTATION.into(), uid.to_string()));
+    }
+    out
+}
+
+/// Whether a held slice is `desired` owned by `owner` (maps compared in any order).
+fn same(held: &EndpointSlice, desired: &EndpointSlice, owner: Option<&str>) -> bool {
     let sorted = |m: &[(String, String)]| {
         let mut v = m.to_vec();
         v.sort();
         v
     };
+    let mut annotations = desired.annotations.clone();
+    if let Some(uid) = owner {
+        annotations.push((IMPORT_UID_ANNOTATION.into(), uid.to_string()));
+    }
     held.namespace == desired.namespace
         && sorted(&held.labels) == sorted(&desired.labels)
-        && sorted(&held.annotations) == sorted(&desired.annotations)
+        && sorted(&held.annotations) == sorted(&annotations)
         && held.address_type == desired.address_type
         && held.endpoints == desired.endpoints
         && held.ports == desired.ports
@@ -158,11 +174,12 @@ pub struct Writes {
     pub notes: Vec<String>,
 }
 
-/// The writes that make `held` (a member's imported slices) `desired`, keeping ours from a
-/// source cluster in `kept`.
+/// The writes that make `held` (a member's imported slices) `desired`, owned by the member's
+/// ServiceImport of uid `owner` when it has one, keeping ours from a source cluster in `kept`.
 pub fn writes(
     held: &[ImportedSlice],
     desired: &[EndpointSlice],
+    owner: Option<&str>,
     kept: &BTreeSet<String>,
     namespace: &str,
     name: &str,
@@ -174,8 +191,8 @@ pub fn writes(
                 "EndpointSlice {namespace}/{} exists and is not ours: left as it is",
                 want.name
             )),
-            Some(h) if same(&h.slice, want) => {}
-            _ => out.apply.push(want.clone()),
+            Some(h) if same(&h.slice, want, owner) => {}
+            _ => out.apply.push(owned(want, owner)),
         }
     }
     let wanted: BTreeSet<&str> = desired.iter().map(|d| d.name.as_str()).collect();

@@ -101,6 +101,7 @@ fn member(cluster: &str, held: Held) -> ClustersetMember {
             derived_service: held.derived.map(|v| v.to_string()),
             imported_slices: held.imported,
         }),
+        unreadable_ms: 0,
     }
 }
 
@@ -109,6 +110,7 @@ fn unreadable(cluster: &str) -> ClustersetMember {
         cluster: cluster.into(),
         cluster_property: None,
         state: ClustersetMemberState::Unreadable("connection refused".into()),
+        unreadable_ms: 0,
     }
 }
 
@@ -118,6 +120,21 @@ fn pass(members: Vec<ClustersetMember>) -> ClustersetDecision {
         name: NAME.into(),
         now: NOW.into(),
         members,
+        stale_timeout_ms: None,
+    })
+    .expect("decides")
+}
+
+fn pass_with_timeout(
+    members: Vec<ClustersetMember>,
+    timeout_ms: Option<u64>,
+) -> ClustersetDecision {
+    decide(&ClustersetRead {
+        namespace: NS.into(),
+        name: NAME.into(),
+        now: NOW.into(),
+        members,
+        stale_timeout_ms: timeout_ms,
     })
     .expect("decides")
 }
@@ -273,7 +290,7 @@ fn one_clusterset_ip_export_gives_every_member_the_import_the_derived_service_an
 }
 
 #[test]
-fn the_import_lists_the_derived_services_ips_as_read_and_a_second_pass_writes_nothing() {
+fn the_import_lists_the_derived_services_ips_as_read_and_a_third_pass_writes_nothing() {
     let a = exporter(
         "2026-11-01T00:00:00Z",
         service(&[("http", 80, "TCP")], false),
@@ -288,9 +305,14 @@ fn the_import_lists_the_derived_services_ips_as_read_and_a_second_pass_writes_no
         let import = applied(&m.service_import);
         assert_eq!(import["spec"]["ips"], json!([ip]));
         assert_eq!(import["spec"]["ipFamilies"], json!(["IPv4"]));
-        assert_eq!(m.derived_service, ObjectWrite::Leave);
-        assert!(m.apply_slices.is_empty() && m.delete_slices.is_empty());
-        assert!(m.service_import_status.is_none());
+        // The import has a uid now: the derived Service and the slices name it as owner.
+        let derived = applied(&m.derived_service);
+        assert_eq!(
+            derived["metadata"]["ownerReferences"][0]["uid"],
+            "uid-import"
+        );
+        assert!(!m.apply_slices.is_empty() && m.delete_slices.is_empty());
+        assert_eq!(import_ready(m), "True Ready");
     }
     assert!(second.members[0].export_conditions.is_none(), "unchanged");
     let a = after(a, &second.members[0], "10.100.0.1");
@@ -556,10 +578,14 @@ fn an_unreadable_exporter_keeps_its_slices_and_its_place_in_the_import() {
             "b's slices stay: {:?}",
             m.delete_slices
         );
-        assert!(
-            m.service_import_status.is_none(),
-            "the import still lists a and b"
-        );
+        if let Some(status) = &m.service_import_status {
+            let status: Value = serde_json::from_str(status).unwrap();
+            assert_eq!(
+                status["status"]["clusters"],
+                json!([{"cluster": "a"}, {"cluster": "b"}]),
+                "the import still lists a and b"
+            );
+        }
     }
 
     // Now a's export goes too, b still unreadable: nothing is withdrawn, b's slices stay,
@@ -812,6 +838,7 @@ fn malformed_objects_are_errors_naming_the_member() {
         name: NAME.into(),
         now: NOW.into(),
         members: vec![a],
+        stale_timeout_ms: None,
     })
     .unwrap_err();
     assert!(
@@ -1482,4 +1509,205 @@ fn a_member_whose_clusterset_ip_is_of_no_exported_family_is_told_so() {
         "{notes}"
     );
     assert!(d.members[0].notes.is_empty(), "{:?}", d.members[0].notes);
+}
+
+fn unreadable_for(cluster: &str, ms: u64) -> ClustersetMember {
+    ClustersetMember {
+        unreadable_ms: ms,
+        ..unreadable(cluster)
+    }
+}
+
+fn annotation<'a>(s: &'a EndpointSlice, key: &str) -> Option<&'a str> {
+    s.annotations
+        .iter()
+        .find(|(k, _)| k == key)
+        .map(|(_, v)| v.as_str())
+}
+
+#[test]
+fn the_derived_service_and_the_slices_are_owned_by_the_members_import_from_the_pass_after_its_creation()
+ {
+    let a = exporter(
+        "2026-11-01T00:00:00Z",
+        service(&[("http", 80, "TCP")], false),
+        vec![slice("web-a", "10.0.0.1")],
+    );
+    let b = Held::default();
+    // The first pass creates the imports: their uids are not known yet.
+    let first = pass(vec![member("a", a.clone()), member("b", b.clone())]);
+    let m = &first.members[1];
+    assert!(matches!(m.service_import, ObjectWrite::Apply(_)));
+    assert_eq!(
+        applied(&m.derived_service)["metadata"].get("ownerReferences"),
+        None
+    );
+    assert_eq!(m.slice_owner, None);
+    assert_eq!(
+        annotation(&m.apply_slices[0], owner::IMPORT_UID_ANNOTATION),
+        None
+    );
+    // The next pass reads each import's uid: the derived Service and the slices name it.
+    let (a, b) = (
+        after(a, &first.members[0], "10.100.0.1"),
+        after(b, &first.members[1], "10.200.0.1"),
+    );
+    let second = pass(vec![member("a", a.clone()), member("b", b.clone())]);
+    let m = &second.members[1];
+    let want = json!([{"apiVersion": "multicluster.x-k8s.io/v1beta1", "kind": "ServiceImport",
+        "name": NAME, "uid": "uid-import", "blockOwnerDeletion": false}]);
+    assert_eq!(
+        applied(&m.derived_service)["metadata"]["ownerReferences"],
+        want
+    );
+    let owner: Value = serde_json::from_str(m.slice_owner.as_deref().unwrap()).unwrap();
+    assert_eq!(owner, want[0]);
+    assert_eq!(m.apply_slices.len(), 1, "applied again with its owner");
+    assert_eq!(
+        annotation(&m.apply_slices[0], owner::IMPORT_UID_ANNOTATION),
+        Some("uid-import")
+    );
+    // Then nothing is written: both are owned.
+    let (a, b) = (
+        after(a, &second.members[0], "10.100.0.1"),
+        after(b, &second.members[1], "10.200.0.1"),
+    );
+    let third = pass(vec![member("a", a), member("b", b)]);
+    for m in &third.members {
+        assert_eq!(m.derived_service, ObjectWrite::Leave, "{m:?}");
+        assert!(m.apply_slices.is_empty(), "{m:?}");
+    }
+}
+
+fn import_ready(d: &ClustersetMemberDecision) -> String {
+    let s: Value =
+        serde_json::from_str(d.service_import_status.as_deref().expect("status")).unwrap();
+    let c = condition(s["status"]["conditions"].as_array().unwrap(), "Ready");
+    format!(
+        "{} {}",
+        c["status"].as_str().unwrap(),
+        c["reason"].as_str().unwrap()
+    )
+}
+
+#[test]
+fn an_import_is_ready_once_its_cluster_set_ip_reaches_the_exported_endpoints() {
+    let a = exporter(
+        "2026-11-01T00:00:00Z",
+        service(&[("http", 80, "TCP")], false),
+        vec![slice("web-a", "10.0.0.1")],
+    );
+    let first = pass(vec![member("a", a.clone())]);
+    assert_eq!(import_ready(&first.members[0]), "False Pending");
+    let a = after(a, &first.members[0], "10.100.0.1");
+    let second = pass(vec![member("a", a.clone())]);
+    assert_eq!(import_ready(&second.members[0]), "True Ready");
+    let a = after(a, &second.members[0], "10.100.0.1");
+    assert_eq!(
+        pass(vec![member("a", a.clone())]).members[0].service_import_status,
+        None
+    );
+
+    // A ClusterSetIP of no family of the exported endpoints.
+    let mut v6 = a;
+    let derived = v6.derived.as_mut().unwrap();
+    derived["spec"]["clusterIPs"] = json!(["fd00::1"]);
+    derived["spec"]["clusterIP"] = json!("fd00::1");
+    derived["spec"]["ipFamilies"] = json!(["IPv6"]);
+    let d = pass(vec![member("a", v6)]);
+    assert_eq!(import_ready(&d.members[0]), "False IPFamilyNotSupported");
+
+    // A headless import is ready at once.
+    let h = exporter(
+        "2026-11-01T00:00:00Z",
+        service(&[("http", 80, "TCP")], true),
+        vec![slice("web-a", "10.0.0.1")],
+    );
+    assert_eq!(
+        import_ready(&pass(vec![member("a", h)]).members[0]),
+        "True Ready"
+    );
+}
+
+#[test]
+fn an_exporter_unreadable_past_the_stale_timeout_is_withdrawn_and_kept_before_or_without_one() {
+    let a = exporter(
+        "2026-11-01T00:00:00Z",
+        service(&[("http", 80, "TCP")], false),
+        vec![slice("web-a", "10.0.0.1")],
+    );
+    let b = exporter(
+        "2026-11-02T00:00:00Z",
+        service(&[("http", 80, "TCP"), ("metrics", 9090, "TCP")], false),
+        vec![slice("web-b", "10.1.0.1")],
+    );
+    let c = Held::default();
+    let first = pass(vec![
+        member("a", a.clone()),
+        member("b", b.clone()),
+        member("c", c.clone()),
+    ]);
+    let a = after(a, &first.members[0], "10.100.0.1");
+    let c = after(c, &first.members[2], "10.200.0.1");
+    let second = pass(vec![
+        member("a", a.clone()),
+        member("b", b),
+        member("c", c.clone()),
+    ]);
+    let a = after(a, &second.members[0], "10.100.0.1");
+    let c = after(c, &second.members[2], "10.200.0.1");
+    assert_eq!(c.imported.len(), 2);
+
+    let with = |ms: u64, timeout: Option<u64>| {
+        pass_with_timeout(
+            vec![
+                member("a", a.clone()),
+                unreadable_for("b", ms),
+                member("c", c.clone()),
+            ],
+            timeout,
+        )
+    };
+    // Without a timeout, or within it: b's slices stay, the import lists b.
+    for d in [with(3_600_000, None), with(5_000, Some(5_000))] {
+        assert!(d.members[2].delete_slices.is_empty(), "{d:?}");
+        assert_eq!(d.members[2].service_import_status, None, "{d:?}");
+    }
+    // Past it: b's slices go in every readable member, the import lists a only, and its
+    // port (metrics, which only b exported) leaves the union.
+    let d = with(5_001, Some(5_000));
+    assert!(d.members[1].notes[0].contains("stale endpoint timeout"));
+    for m in [&d.members[0], &d.members[2]] {
+        assert_eq!(m.delete_slices.len(), 1, "{m:?}");
+        assert!(m.delete_slices[0].name.contains("-b-"));
+        let s: Value = serde_json::from_str(m.service_import_status.as_deref().unwrap()).unwrap();
+        assert_eq!(s["status"]["clusters"], json!([{"cluster": "a"}]));
+        let ports = &applied(&m.service_import)["spec"]["ports"];
+        assert_eq!(ports.as_array().unwrap().len(), 1, "{ports}");
+    }
+
+    // b the only exporter, past the timeout: the imports are withdrawn.
+    let mut a_gone = a.clone();
+    a_gone.export = None;
+    let d = pass_with_timeout(
+        vec![
+            member("a", a_gone.clone()),
+            unreadable_for("b", 5_001),
+            member("c", c.clone()),
+        ],
+        Some(5_000),
+    );
+    assert!(matches!(
+        d.members[2].service_import,
+        ObjectWrite::Delete(_)
+    ));
+    let kept = pass_with_timeout(
+        vec![
+            member("a", a_gone),
+            unreadable_for("b", 5_000),
+            member("c", c),
+        ],
+        Some(5_000),
+    );
+    assert_eq!(kept.members[2].service_import, ObjectWrite::Leave);
 }

@@ -55,6 +55,8 @@ pub mod sig {
     pub type ConcludeOut = (StatusUpdate,);
     pub type ClustersetDecide<'a> = (&'a ClustersetRead,);
     pub type ClustersetDecideOut = (Result<ClustersetDecision, String>,);
+    pub type ClustersetDerivedName<'a> = (&'a str, &'a str);
+    pub type ClustersetDerivedNameOut = (String,);
 }
 
 /// A function of the interface.
@@ -71,10 +73,11 @@ pub enum Function {
     Decide,
     Conclude,
     ClustersetDecide,
+    ClustersetDerivedName,
 }
 
 impl Function {
-    const ALL: [Function; 11] = [
+    const ALL: [Function; 12] = [
         Function::Validate,
         Function::Mutate,
         Function::Filter,
@@ -86,6 +89,7 @@ impl Function {
         Function::Decide,
         Function::Conclude,
         Function::ClustersetDecide,
+        Function::ClustersetDerivedName,
     ];
 
     /// The WIT name, as in errors and metrics.
@@ -102,12 +106,13 @@ impl Function {
             Function::Decide => "decide",
             Function::Conclude => "conclude",
             Function::ClustersetDecide => "clusterset-decide",
+            Function::ClustersetDerivedName => "clusterset-derived-name",
         }
     }
 }
 
 /// The export index of every function, checked against `sig` when the component was loaded.
-pub(super) struct Exports([ComponentExportIndex; 11]);
+pub(super) struct Exports([ComponentExportIndex; 12]);
 
 impl Exports {
     /// Where `function` is in the component.
@@ -194,6 +199,11 @@ impl Exports {
                 }
                 Function::ClustersetDecide => {
                     one::<T, sig::ClustersetDecide<'_>, sig::ClustersetDecideOut>(
+                        instance, store, index, name,
+                    )
+                }
+                Function::ClustersetDerivedName => {
+                    one::<T, sig::ClustersetDerivedName<'_>, sig::ClustersetDerivedNameOut>(
                         instance, store, index, name,
                     )
                 }

@@ -328,6 +328,6 @@ mod tests {
                 }
             }
         }
-        assert_eq!(lifts, 11, "one lift per exported function");
+        assert_eq!(lifts, 12, "one lift per exported function");
     }
 }

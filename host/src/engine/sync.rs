@@ -157,6 +157,29 @@ impl PolicyEngine {
         )
     }
 
+    /// The name of the derived Service of the exported `namespace/name` (WIT
+    /// `clusterset-derived-name`): where the host reads it and the imported slices.
+    pub fn clusterset_derived_name(
+        &self,
+        namespace: &str,
+        name: &str,
+        budget: Duration,
+    ) -> Result<String, EngineError> {
+        let loaded = self.current();
+        self.inner.runtime.run(
+            &loaded,
+            Function::ClustersetDerivedName,
+            budget,
+            |callee, store| {
+                // SAFETY: these are the `sig` types of `clusterset-derived-name`.
+                let f = unsafe {
+                    callee.typed::<sig::ClustersetDerivedName<'_>, sig::ClustersetDerivedNameOut>()
+                };
+                f.call(store, (namespace, name)).map(|(r,)| r)
+            },
+        )
+    }
+
     /// Why `name` cannot name a member cluster, or `None` when it can (WIT
     /// `cluster-name-problem`).
     pub fn cluster_name_problem(
@@ -201,6 +224,7 @@ mod tests {
                 derived_service: None,
                 imported_slices: vec![],
             }),
+            unreadable_ms: 0,
         }
     }
 
@@ -210,6 +234,7 @@ mod tests {
             name: "web".into(),
             now: "2026-11-29T10:00:00Z".into(),
             members,
+            stale_timeout_ms: None,
         }
     }
 
@@ -270,5 +295,40 @@ mod tests {
             }
             other => panic!("expected a timeout, got {other:?}"),
         }
+    }
+
+    /// The derived Service's name is the component's: the one `clusterset-derived-name`
+    /// answers is the one `clusterset-decide` applies and the ServiceImport names.
+    #[test]
+    fn the_derived_name_is_asked_of_the_component_and_is_the_one_it_applies() {
+        let engine = PolicyEngine::embedded(EngineOptions::default()).unwrap();
+        let budget = Duration::from_secs(5);
+        let named = engine
+            .clusterset_derived_name("shop", "web", budget)
+            .unwrap();
+        assert!(named.starts_with("derived-") && named.len() == "derived-".len() + 10);
+        assert_ne!(
+            named,
+            engine
+                .clusterset_derived_name("shop", "api", budget)
+                .unwrap()
+        );
+        let decision = engine
+            .clusterset_decide(
+                &read(vec![member("m1", Some(EXPORT), Some(SERVICE))]),
+                budget,
+            )
+            .unwrap()
+            .unwrap();
+        let m = &decision.members[0];
+        let body = |w: &ObjectWrite| match w {
+            ObjectWrite::Apply(b) => serde_json::from_str::<serde_json::Value>(b).unwrap(),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(body(&m.derived_service)["metadata"]["name"], named.as_str());
+        assert_eq!(
+            body(&m.service_import)["metadata"]["annotations"]["multicluster.kubernetes.io/derived-service"],
+            named.as_str()
+        );
     }
 }

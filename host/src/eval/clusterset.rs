@@ -5,10 +5,14 @@
 //! are JSON values, or strings holding the exact text, absent when the member has none;
 //! EndpointSlices are Kubernetes JSON (an imported slice's `metadata.uid` and
 //! `resourceVersion` are its delete preconditions); a member with `unreadable` (the reason) was
-//! not read. The answer is `{"ok": decision}` or `{"err": message}`, the objects to write as
-//! JSON and the slices to apply as Kubernetes JSON.
+//! not read, `unreadableMs` for how long, and the read's `staleTimeoutMs` is
+//! `--stale-endpoint-timeout`. The answer is `{"ok": decision}` or `{"err": message}`, the
+//! objects to write as JSON and the slices to apply as Kubernetes JSON (with the member's
+//! ServiceImport as owner, as the host applies them), and `derivedName`, the derived Service's
+//! name (WIT `clusterset-derived-name`).
 
 use k8s_openapi::api::discovery::v1::EndpointSlice as KubeSlice;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -31,6 +35,9 @@ struct ReadInput {
     now: String,
     #[serde(default)]
     members: Vec<MemberInput>,
+    /// `--stale-endpoint-timeout` in milliseconds.
+    #[serde(default, rename = "staleTimeoutMs")]
+    stale_timeout_ms: Option<u64>,
 }
 
 /// WIT `clusterset-member`, its `clusterset-objects` inline; `unreadable` makes it
@@ -43,6 +50,9 @@ struct MemberInput {
     cluster_property: Option<String>,
     #[serde(default)]
     unreadable: Option<String>,
+    /// For how long it has been unreadable, in milliseconds.
+    #[serde(default)]
+    unreadable_ms: u64,
     #[serde(default)]
     service_export: Option<Value>,
     #[serde(default)]
@@ -75,7 +85,13 @@ pub fn clusterset_decide_json(
     budget: std::time::Duration,
 ) -> Result<Value, EvalError> {
     let read = clusterset_input(json, input)?;
-    Ok(clusterset_answer(engine.clusterset_decide(&read, budget)?))
+    let mut answer = clusterset_answer(engine.clusterset_decide(&read, budget)?);
+    if let Some(ok) = answer.get_mut("ok") {
+        // The name the host reads the derived Service and the imported slices under.
+        ok["derivedName"] =
+            json!(engine.clusterset_derived_name(&read.namespace, &read.name, budget)?);
+    }
+    Ok(answer)
 }
 
 /// The `clusterset-read` of a clusterset-decide input (JSON text); `input` names it in errors.
@@ -130,6 +146,7 @@ pub fn clusterset_input(json: &str, input: &str) -> Result<ClustersetRead, EvalE
                 cluster: m.cluster,
                 cluster_property: m.cluster_property,
                 state,
+                unreadable_ms: m.unreadable_ms,
             })
         })
         .collect::<Result<Vec<_>, EvalError>>()?;
@@ -138,6 +155,7 @@ pub fn clusterset_input(json: &str, input: &str) -> Result<ClustersetRead, EvalE
         name: parsed.name,
         now: parsed.now,
         members,
+        stale_timeout_ms: parsed.stale_timeout_ms,
     })
 }
 
@@ -168,10 +186,19 @@ pub fn clusterset_answer(answer: Result<ClustersetDecision, String>) -> Value {
         .members
         .into_iter()
         .map(|m| {
+            let owner: Option<OwnerReference> = m
+                .slice_owner
+                .as_deref()
+                .and_then(|o| serde_json::from_str(o).ok());
             let slices: Vec<Value> = m
                 .apply_slices
                 .into_iter()
-                .map(|s| kube_slice_json(convert::slice_from_wit(s)))
+                .map(|s| {
+                    // As the host applies it: owned by the member's ServiceImport.
+                    let mut slice = convert::slice_from_wit(s);
+                    slice.metadata.owner_references = owner.clone().map(|o| vec![o]);
+                    kube_slice_json(slice)
+                })
                 .collect();
             let deletions: Vec<Value> = m.delete_slices.into_iter().map(precondition).collect();
             json!({
@@ -182,6 +209,7 @@ pub fn clusterset_answer(answer: Result<ClustersetDecision, String>) -> Value {
                 "serviceImportStatus": m.service_import_status.map(parsed),
                 "derivedService": write(m.derived_service),
                 "applySlices": slices,
+                "sliceOwner": m.slice_owner.map(parsed),
                 "deleteSlices": deletions,
                 "notes": m.notes,
             })

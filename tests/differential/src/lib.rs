@@ -81,6 +81,10 @@ pub enum Call {
     ClustersetDecide {
         read: Box<h::ClustersetRead>,
     },
+    ClustersetDerivedName {
+        namespace: String,
+        name: String,
+    },
 }
 
 /// What a call returned.
@@ -97,6 +101,7 @@ pub enum Answer {
     Decide(Result<Box<h::PassDecision>, String>),
     Conclude(h::StatusUpdate),
     ClustersetDecide(Result<Box<h::ClustersetDecision>, String>),
+    ClustersetDerivedName(String),
 }
 
 /// The engine every comparison uses: the embedded component, default bounds.
@@ -166,6 +171,9 @@ pub fn component_within(call: &Call, budget: Duration) -> Result<Answer, EngineE
         } => Answer::Conclude(e.conclude(basis, failures, current, reported.as_ref(), budget)?),
         Call::ClustersetDecide { read } => {
             Answer::ClustersetDecide(e.clusterset_decide(read, budget)?.map(Box::new))
+        }
+        Call::ClustersetDerivedName { namespace, name } => {
+            Answer::ClustersetDerivedName(e.clusterset_derived_name(namespace, name, budget)?)
         }
     })
 }

@@ -491,6 +491,9 @@ pub fn answer(call: &Call) -> Answer {
                 g::Component::clusterset_decide((*read).conv()).conv();
             Answer::ClustersetDecide(decision.map(Box::new))
         }
+        Call::ClustersetDerivedName { namespace, name } => Answer::ClustersetDerivedName(
+            g::Component::clusterset_derived_name(namespace.clone(), name.clone()),
+        ),
     }
 }
 
@@ -510,13 +513,15 @@ record!(ClustersetObjects {
 record!(ClustersetMember {
     cluster,
     cluster_property,
-    state
+    state,
+    unreadable_ms,
 });
 record!(ClustersetRead {
     namespace,
     name,
     now,
-    members
+    members,
+    stale_timeout_ms,
 });
 record!(DeletePrecondition {
     name,
@@ -531,6 +536,7 @@ record!(ClustersetMemberDecision {
     service_import_status,
     derived_service,
     apply_slices,
+    slice_owner,
     delete_slices,
     notes,
 });

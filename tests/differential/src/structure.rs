@@ -22,7 +22,7 @@ use serde_json::{Map, Value, json};
 use crate::Call;
 
 mod clusterset;
-pub use clusterset::clusterset;
+pub use clusterset::{clusterset, derived_name};
 
 const NAMES: &[&str] = &[
     "web",

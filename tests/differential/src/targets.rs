@@ -140,10 +140,14 @@ pub fn structured(data: &[u8]) {
     }
 }
 
-/// One `clusterset-decide` call built from the bytes ([`structure::clusterset`]); not a fuzz
-/// target of its own yet (tests/tests/differential.rs runs it).
+/// One `clusterset-decide` call built from the bytes ([`structure::clusterset`]), and one
+/// `clusterset-derived-name` call ([`structure::derived_name`]); not a fuzz target of its own
+/// yet (tests/tests/differential.rs runs it).
 pub fn clusterset(data: &[u8]) {
     if let Ok(call) = structure::clusterset(&mut Unstructured::new(data)) {
+        check(&call);
+    }
+    if let Ok(call) = structure::derived_name(&mut Unstructured::new(data)) {
         check(&call);
     }
 }

@@ -90,6 +90,9 @@ fn outcomes(answer: &Answer) -> Vec<String> {
                 }
             }
         }
+        Answer::ClustersetDerivedName(n) => {
+            out.push(format!("derived name ok: {}", n.starts_with("derived-")))
+        }
         Answer::ClustersetDecide(Err(_)) => out.push("clusterset malformed".into()),
         Answer::ClustersetDecide(Ok(d)) => {
             out.push(format!("clusterset conflict: {}", !d.conflicts.is_empty()));
@@ -110,6 +113,12 @@ fn outcomes(answer: &Answer) -> Vec<String> {
                     ("slices applied", !m.apply_slices.is_empty()),
                     ("slices deleted", !m.delete_slices.is_empty()),
                     ("notes", !m.notes.is_empty()),
+                    ("slice owner", m.slice_owner.is_some()),
+                    (
+                        "stale",
+                        m.notes.iter().any(|n| n.contains("stale endpoint timeout")),
+                    ),
+                    ("import status", m.service_import_status.is_some()),
                 ] {
                     if any {
                         out.push(format!("clusterset {what}"));
@@ -231,10 +240,30 @@ fn random_clusterset_calls_reach_every_kind_of_answer() {
         "clusterset conditions",
         "clusterset slices applied",
         "clusterset slices deleted",
+        "clusterset slice owner",
+        "clusterset stale",
+        "clusterset import status",
     ];
     let missing: Vec<&str> = expected
         .into_iter()
         .filter(|o| !seen.contains_key(*o))
         .collect();
     assert!(missing.is_empty(), "never reached: {missing:?}");
+}
+
+#[test]
+fn random_derived_name_calls_agree_and_always_name_a_derived_service() {
+    for seed in 0..200 {
+        let data = bytes(seed, 200);
+        let Ok(call) = structure::derived_name(&mut Unstructured::new(&data)) else {
+            continue;
+        };
+        let Answer::ClustersetDerivedName(name) = differential::agree(&call) else {
+            unreachable!("a clusterset-derived-name call answers with a name")
+        };
+        assert!(
+            name.starts_with("derived-") && name.len() == "derived-".len() + 10,
+            "{name}"
+        );
+    }
 }

@@ -130,6 +130,11 @@ impl Guest for Hostile {
         Err("the hostile component decides nothing".to_string())
     }
 
+    fn clusterset_derived_name(namespace: String, name: String) -> String {
+        misbehave(&name);
+        format!("derived-{namespace}")
+    }
+
     fn cluster_name_problem(name: String) -> Option<String> {
         misbehave(&name);
         None

@@ -695,9 +695,12 @@ function clustersetRead(input) {
     namespace: input.namespace ?? '',
     name: input.name ?? '',
     now: input.now ?? '',
+    // u64 fields are BigInts in jco.
+    staleTimeoutMs: input.staleTimeoutMs === undefined ? undefined : BigInt(input.staleTimeoutMs),
     members: (input.members ?? []).map((m) => ({
       cluster: m.cluster,
       clusterProperty: m.clusterProperty ?? undefined,
+      unreadableMs: BigInt(m.unreadableMs ?? 0),
       state:
         m.unreadable !== undefined
           ? { tag: 'unreadable', val: m.unreadable }
@@ -726,6 +729,23 @@ function objectWrite(w) {
   if (w.tag === 'leave') return 'leave';
   if (w.tag === 'apply') return { apply: JSON.parse(w.val) };
   return { delete: precondition(w.val) };
+}
+
+/**
+ * `clusterset-derived-name` for a clusterset fixture's name, and the derived Service names its
+ * `clusterset-decide` answer applies or annotates on the ServiceImports: they must be the same.
+ */
+export function clustersetDerivedNames(policy, input) {
+  const named = policy.clustersetDerivedName(input.namespace ?? '', input.name ?? '');
+  const applied = [];
+  for (const m of policy.clustersetDecide(clustersetRead(input)).members ?? []) {
+    if (m.derivedService.tag === 'apply') applied.push(JSON.parse(m.derivedService.val).metadata.name);
+    if (m.serviceImport.tag === 'apply') {
+      const a = JSON.parse(m.serviceImport.val).metadata.annotations?.['multicluster.kubernetes.io/derived-service'];
+      if (a !== undefined) applied.push(a);
+    }
+  }
+  return { named, applied };
 }
 
 /** `summary`: the answer in the clusterset fixtures' `expect` shape. */

@@ -22,6 +22,7 @@ use crate::controller::cache::triggers::Changes;
 use crate::controller::names::object_name;
 use crate::controller::schedule::backlog::Bulk;
 use crate::controller::schedule::retries::Retries;
+use crate::engine::types::{ClustersetMemberState, ClustersetRead};
 use keys::Keys;
 
 /// How often the clusterset caches follow the membership (which the MCS side refreshes every
@@ -40,6 +41,8 @@ pub(super) struct Shared {
     pub(super) bulk: Arc<Bulk>,
     /// The live changes waiting for their pass.
     pub(super) changes: Arc<Changes>,
+    /// Since when each member has been unreadable (`--stale-endpoint-timeout`).
+    pub(super) outages: read::Outages,
 }
 
 /// Why a clusterset pass is run again after a backoff.
@@ -71,6 +74,8 @@ pub async fn run(
         changes,
         workers,
     } = clusterset;
+    // The component this controller runs names the derived Services.
+    super::names::use_component(&ctx.decider.engine);
     let patience = ctx.caches.hub.mcs.patience();
     let mut members = cache::Members::default();
     let shared = Arc::new(Shared {
@@ -81,6 +86,7 @@ pub async fn run(
         retries: Retries::default(),
         bulk: bulk.clone(),
         changes,
+        outages: read::Outages::default(),
     });
     let (fed, from_backlog) = mpsc::unbounded();
     let controller = Controller::for_stream_with(
@@ -179,12 +185,25 @@ async fn reconcile(key: Arc<DynamicObject>, shared: Arc<Shared>) -> Result<Actio
         &shared.stores,
         &membership,
         ctx.not_ready,
+        &read::Staleness {
+            outages: &shared.outages,
+            timeout: ctx.stale_timeout,
+        },
         namespace,
         name,
         now(),
     );
     if read.members.is_empty() {
         return Ok(Action::await_change());
+    }
+    if let Some(wait) = until_stale(&read, ctx.stale_timeout) {
+        // A member turns stale then: what it exported is withdrawn by the pass after.
+        let keys = shared.keys.clone();
+        let (namespace, name) = (namespace.to_string(), name.to_string());
+        tokio::spawn(async move {
+            tokio::time::sleep(wait).await;
+            keys.trigger(&namespace, &name);
+        });
     }
     let decision = match ctx.decider.clusterset_decide(&object, read).await {
         Ok(decision) => decision,
@@ -239,6 +258,18 @@ async fn reconcile(key: Arc<DynamicObject>, shared: Arc<Shared>) -> Result<Actio
         return Ok(Action::requeue(wait + Duration::from_millis(50)));
     }
     Ok(Action::await_change())
+}
+
+/// How long until the first unreadable member of `read` is unreadable for longer than
+/// `timeout` (a millisecond past it), `None` without a timeout or such a member.
+fn until_stale(read: &ClustersetRead, timeout: Option<Duration>) -> Option<Duration> {
+    let timeout = u64::try_from(timeout?.as_millis()).unwrap_or(u64::MAX);
+    read.members
+        .iter()
+        .filter(|m| matches!(m.state, ClustersetMemberState::Unreadable(_)))
+        .filter(|m| m.unreadable_ms <= timeout)
+        .map(|m| Duration::from_millis(timeout - m.unreadable_ms + 1))
+        .min()
 }
 
 /// Retries a failed pass after its key's backoff.

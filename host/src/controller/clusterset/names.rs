@@ -1,9 +1,14 @@
 //! What the clusterset side reads and writes, named: the Multi-Cluster Services API's resources,
-//! its labels, and the derived Service's name (as the component computes it,
+//! its labels, and the derived Service's name (asked of the component, which owns it:
 //! docs/clusterset-rules.md).
 
+use std::collections::HashMap;
+use std::sync::{LazyLock, OnceLock, RwLock};
+use std::time::Duration;
+
 use kube::api::{ApiResource, GroupVersionKind};
-use sha2::{Digest, Sha256};
+
+use crate::engine::{EngineOptions, PolicyEngine};
 
 /// The label of an imported EndpointSlice that names its exported Service.
 pub const MCS_SERVICE_NAME_LABEL: &str = "multicluster.kubernetes.io/service-name";
@@ -40,22 +45,87 @@ pub fn property_resource() -> ApiResource {
     )
 }
 
-/// The name of the derived Service of the exported `namespace/name`: `derived-` and the first
-/// 10 characters of the lower-case, unpadded base32hex encoding of SHA-256(`namespace/name`).
+/// How long the component may take to name a derived Service (it hashes a few bytes).
+const NAMING_BUDGET: Duration = Duration::from_secs(1);
+/// Past this many remembered names, the memory starts over.
+const REMEMBERED_MAX: usize = 1 << 16;
+
+/// The component that names derived Services, and the names it gave (a name depends only on
+/// the component and `namespace/name`; asking again costs an instance).
+struct Naming {
+    engine: Option<PolicyEngine>,
+    digest: String,
+    names: HashMap<(String, String), String>,
+}
+
+static NAMING: LazyLock<RwLock<Naming>> = LazyLock::new(|| {
+    RwLock::new(Naming {
+        engine: None,
+        digest: String::new(),
+        names: HashMap::new(),
+    })
+});
+
+/// The component the clusterset side runs (the sync controller's): it names the derived
+/// Services from now on. Until it is set, the embedded component does.
+pub fn use_component(engine: &PolicyEngine) {
+    let mut naming = NAMING.write().unwrap_or_else(|p| p.into_inner());
+    naming.engine = Some(engine.clone());
+}
+
+/// The name of the derived Service of the exported `namespace/name`, as the component names it
+/// (WIT `clusterset-derived-name`, docs/clusterset-rules.md#the-derived-service). Empty, and
+/// logged, if the component cannot answer: the pass then finds no derived Service under that
+/// name, and the component applies its own again.
 pub fn derived_name(namespace: &str, name: &str) -> String {
-    const ALPHABET: &[u8; 32] = b"0123456789abcdefghijklmnopqrstuv";
-    let digest = Sha256::digest(format!("{namespace}/{name}").as_bytes());
-    // 10 characters of 5 bits: the first 50 bits of the digest.
-    let mut bits: u64 = 0;
-    for byte in &digest[..8] {
-        bits = (bits << 8) | u64::from(*byte);
+    let key = (namespace.to_string(), name.to_string());
+    let engine = {
+        let naming = NAMING.read().unwrap_or_else(|p| p.into_inner());
+        let engine = naming.engine.clone();
+        if let Some(known) = naming.names.get(&key)
+            && engine.as_ref().is_none_or(|e| e.digest() == naming.digest)
+        {
+            return known.clone();
+        }
+        engine
+    };
+    let engine = match engine {
+        Some(engine) => engine,
+        None => match embedded() {
+            Some(engine) => engine,
+            None => return String::new(),
+        },
+    };
+    match engine.clusterset_derived_name(namespace, name, NAMING_BUDGET) {
+        Ok(derived) => {
+            let digest = engine.digest();
+            let mut naming = NAMING.write().unwrap_or_else(|p| p.into_inner());
+            if naming.digest != digest || naming.names.len() >= REMEMBERED_MAX {
+                naming.names.clear();
+                naming.digest = digest;
+            }
+            naming.names.insert(key, derived.clone());
+            derived
+        }
+        Err(err) => {
+            tracing::error!(%namespace, %name, error = %err, "the policy component names no derived Service");
+            String::new()
+        }
     }
-    let mut out = String::from("derived-");
-    for i in 0..10 {
-        let index = (bits >> (64 - 5 * (i + 1))) & 0x1f;
-        out.push(char::from(ALPHABET[index as usize]));
-    }
-    out
+}
+
+/// The embedded component, loaded once, for a process whose clusterset side has not started.
+fn embedded() -> Option<PolicyEngine> {
+    static EMBEDDED: OnceLock<Option<PolicyEngine>> = OnceLock::new();
+    EMBEDDED
+        .get_or_init(|| {
+            PolicyEngine::embedded(EngineOptions::default())
+                .inspect_err(
+                    |err| tracing::error!(error = %err, "loading the embedded policy component"),
+                )
+                .ok()
+        })
+        .clone()
 }
 
 #[cfg(test)]
@@ -63,7 +133,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_derived_name_is_ten_base32hex_characters_of_the_names_hash() {
+    fn a_derived_name_is_the_components_and_ten_base32hex_characters_of_the_names_hash() {
         let name = derived_name("shop", "web");
         assert_eq!(name.len(), "derived-".len() + 10);
         assert!(
@@ -72,42 +142,14 @@ mod tests {
                 .all(|b| b.is_ascii_digit() || (b'a'..=b'v').contains(&b))
         );
         assert_ne!(name, derived_name("shop", "api"));
-    }
-
-    #[test]
-    fn the_derived_name_is_the_components() {
-        use crate::engine::types::{
-            ClustersetMember, ClustersetMemberState, ClustersetObjects, ClustersetRead, ObjectWrite,
-        };
-        use crate::engine::{EngineOptions, PolicyEngine};
         let engine = PolicyEngine::embedded(EngineOptions::default()).unwrap();
-        let export = r#"{"apiVersion":"multicluster.x-k8s.io/v1beta1","kind":"ServiceExport","metadata":{"name":"web","namespace":"shop"}}"#;
-        let service = r#"{"apiVersion":"v1","kind":"Service","metadata":{"name":"web","namespace":"shop"},"spec":{"clusterIP":"10.96.0.1","ports":[{"name":"http","port":80,"protocol":"TCP"}]}}"#;
-        let read = ClustersetRead {
-            namespace: "shop".into(),
-            name: "web".into(),
-            now: "2026-11-29T10:00:00Z".into(),
-            members: vec![ClustersetMember {
-                cluster: "m1".into(),
-                cluster_property: None,
-                state: ClustersetMemberState::Readable(ClustersetObjects {
-                    service_export: Some(export.into()),
-                    service: Some(service.into()),
-                    slices: vec![],
-                    service_import: None,
-                    derived_service: None,
-                    imported_slices: vec![],
-                }),
-            }],
-        };
-        let decision = engine
-            .clusterset_decide(&read, std::time::Duration::from_secs(5))
-            .unwrap()
-            .unwrap();
-        let ObjectWrite::Apply(body) = &decision.members[0].derived_service else {
-            panic!("{decision:?}")
-        };
-        let body: serde_json::Value = serde_json::from_str(body).unwrap();
-        assert_eq!(body["metadata"]["name"], derived_name("shop", "web"));
+        assert_eq!(
+            name,
+            engine
+                .clusterset_derived_name("shop", "web", NAMING_BUDGET)
+                .unwrap()
+        );
+        // Asked again: the same, from memory.
+        assert_eq!(derived_name("shop", "web"), name);
     }
 }

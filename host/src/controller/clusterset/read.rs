@@ -5,7 +5,8 @@
 //! are not filled in its Service or EndpointSlice store yet.
 
 use std::collections::HashMap;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
 
 use kube::api::DynamicObject;
 
@@ -34,17 +35,46 @@ pub struct Read {
     pub readable: bool,
 }
 
+/// Since when each member has been unreadable without a break (not ready, no cache yet, or a
+/// store of its broken), whatever the name: the clock `--stale-endpoint-timeout` runs on. A
+/// name's groups still filling are no outage and leave it as it is.
+#[derive(Debug, Default)]
+pub struct Outages(Mutex<HashMap<String, Instant>>);
+
+impl Outages {
+    /// `cluster` is unreadable (`true`) or readable at `now`: for how long it has been
+    /// unreadable (zero when it is readable or unreadable for the first time).
+    pub fn mark(&self, cluster: &str, unreadable: bool, now: Instant) -> Duration {
+        let mut since = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if !unreadable {
+            since.remove(cluster);
+            return Duration::ZERO;
+        }
+        now.duration_since(*since.entry(cluster.to_string()).or_insert(now))
+    }
+}
+
+/// How the pass found the members, beside what it read: `--stale-endpoint-timeout` and the
+/// outage clock.
+pub struct Staleness<'a> {
+    pub outages: &'a Outages,
+    pub timeout: Option<Duration>,
+}
+
 /// Reads the exported `namespace/name` in every member of `membership` that serves the API;
 /// `not_ready` is what "not ready" means for the cluster source.
+#[allow(clippy::too_many_arguments)]
 pub fn read(
     caches: &cache::Caches,
     clusterset: &RwLock<HashMap<String, Stores>>,
     membership: &Membership,
     not_ready: &str,
+    staleness: &Staleness<'_>,
     namespace: &str,
     name: &str,
     now: String,
 ) -> (ClustersetRead, Snapshot) {
+    let at = Instant::now();
     let Membership { registry, ready } = membership;
     let mut members = Vec::new();
     let mut snapshot = Snapshot {
@@ -60,7 +90,11 @@ pub fn read(
             continue;
         }
         let cache = caches.member(cluster);
-        let state = if !ready.iter().any(|r| r == cluster) {
+        let is_ready = ready.iter().any(|r| r == cluster);
+        let broken = stores.unreadable().is_some()
+            || cache.as_ref().is_none_or(|c| c.unreadable().is_some());
+        let unreadable_for = staleness.outages.mark(cluster, !is_ready || broken, at);
+        let state = if !is_ready {
             Err(format!("cluster {cluster} is not ready: {not_ready}"))
         } else {
             match &cache {
@@ -76,6 +110,7 @@ pub fn read(
                 Ok(objects) => ClustersetMemberState::Readable(objects),
                 Err(why) => ClustersetMemberState::Unreadable(why),
             },
+            unreadable_ms: u64::try_from(unreadable_for.as_millis()).unwrap_or(u64::MAX),
         });
         snapshot.members.push(Read {
             cluster: cluster.to_string(),
@@ -89,6 +124,9 @@ pub fn read(
         name: name.to_string(),
         now,
         members,
+        stale_timeout_ms: staleness
+            .timeout
+            .map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX)),
     };
     (read, snapshot)
 }

@@ -27,6 +27,7 @@ use std::time::Duration;
 
 use futures::future::join_all;
 use k8s_openapi::api::core::v1::Service;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::api::DynamicObject;
 use kube::{Api, Client};
 
@@ -144,7 +145,13 @@ async fn member(
         ObjectWrite::Apply(body) => {
             let api: Api<DynamicObject> =
                 Api::namespaced_with(client.clone(), namespace, &import_resource());
-            if !done("import", apply(target, &api, imports, body, false).await) {
+            let result = apply(target, &api, imports, body, false).await;
+            if matches!(result, Ok(true)) && decision.slice_owner.is_none() {
+                // A new import: its uid, which the derived Service and the slices name as
+                // their owner, is read by the next pass.
+                target.keys.trigger(namespace, name);
+            }
+            if !done("import", result) {
                 return outcome;
             }
         }
@@ -181,12 +188,25 @@ async fn member(
                 }
             }
             ObjectWrite::Delete(only) => {
-                let result = delete(target, &api, &cache.services, &derived, only).await;
+                let result = delete(target, &api, &cache.services, &only.name, only).await;
                 done("derived_service_delete", result);
             }
         }
+        let owner: Option<OwnerReference> = match decision
+            .slice_owner
+            .as_deref()
+            .map(serde_json::from_str)
+            .transpose()
+        {
+            Ok(owner) => owner,
+            Err(err) => {
+                done("slice", Err(kube::Error::SerdeError(err)));
+                return outcome;
+            }
+        };
         for slice in &decision.apply_slices {
-            let object = convert::slice_from_wit(slice.clone());
+            let mut object = convert::slice_from_wit(slice.clone());
+            object.metadata.owner_references = owner.clone().map(|o| vec![o]);
             let slice_name = object.metadata.name.clone().unwrap_or_default();
             let before = cache.slices.get(namespace, &slice_name);
             let writing = cache.slices.writing(namespace, &slice_name);

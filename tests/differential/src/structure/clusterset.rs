@@ -1,6 +1,7 @@
 //! `clusterset-decide` calls: one to three members, each readable or not, with ServiceExports,
 //! Services and slices of the exported name, and held ServiceImports, derived Services and
-//! imported slices that are ours or not, with or without a uid.
+//! imported slices that are ours or not, with or without a uid; unreadable members for a while,
+//! with or without a stale timeout. And `clusterset-derived-name` calls.
 
 use arbitrary::{Result, Unstructured};
 use guest::clusterset::{CREATED_BY, CREATED_BY_LABEL, digest};
@@ -154,14 +155,33 @@ pub fn clusterset(u: &mut Unstructured<'_>) -> Result<Call> {
             } else {
                 h::ClustersetMemberState::Readable(objects(u)?)
             },
+            unreadable_ms: *u.choose(&[0, 5_000, 5_001, 3_600_000])?,
         });
     }
+    let stale_timeout_ms = *u.choose(&[None, Some(0), Some(5_000)])?;
     Ok(Call::ClustersetDecide {
         read: Box::new(h::ClustersetRead {
             namespace: "shop".into(),
             name: "web".into(),
             now: "2026-11-29T10:00:00Z".into(),
             members,
+            stale_timeout_ms,
         }),
+    })
+}
+
+/// One `clusterset-derived-name` call: names valid or not, empty, long, not ASCII.
+pub fn derived_name(u: &mut Unstructured<'_>) -> Result<Call> {
+    const NAMES: &[&str] = &[
+        "shop",
+        "web",
+        "",
+        "a-name-well-over-sixty-three-characters-long-for-a-kubernetes-object",
+        "ünïcode",
+        "a/b",
+    ];
+    Ok(Call::ClustersetDerivedName {
+        namespace: string(u, NAMES)?,
+        name: string(u, NAMES)?,
     })
 }
