@@ -475,6 +475,34 @@ fn wasmtime_cli_decides_every_clusterset_fixture_like_the_host() {
         let want = tests::clusterset::wave_answer(&answer);
         (out != want).then(|| differs(&f.name, &format!("{out}\nwant\n{want}")))
     });
-    assert_eq!(cases.len(), 9, "two- and three-member cases");
+    assert_eq!(cases.len(), 10, "two- and three-member cases");
     assert_all_agree(&failures);
+}
+
+/// `clusterset-derived-name` through the wasmtime CLI: the name the in-process host reads the
+/// derived Service under, for every clusterset fixture's exported name and a name that is no
+/// valid Service name.
+#[test]
+fn wasmtime_cli_names_the_derived_service_like_the_host() {
+    let engine = PolicyEngine::embedded(EngineOptions::default()).unwrap();
+    let mut names: Vec<(String, String)> = load::<DecideCase>("clusterset")
+        .iter()
+        .map(|f| {
+            let read = tests::clusterset::read_input(&f.case.input);
+            (read.namespace, read.name)
+        })
+        .collect();
+    names.push(("ünï".into(), "a/b".into()));
+    names.dedup();
+    for (namespace, name) in names {
+        let want = engine
+            .clusterset_derived_name(&namespace, &name, BUDGET)
+            .unwrap();
+        let out = invoke(&format!(
+            "clusterset-derived-name({}, {})",
+            wave::string(&namespace),
+            wave::string(&name)
+        ));
+        assert_eq!(out, wave::string(&want), "{namespace}/{name}");
+    }
 }
