@@ -3,10 +3,14 @@
 
 use std::net::IpAddr;
 
-use hickory_server::proto::rr::rdata::{A, AAAA, SOA, SRV};
+use hickory_server::proto::rr::rdata::{A, AAAA, SOA, SRV, TXT};
 use hickory_server::proto::rr::{Name, RData, Record, RecordType};
 
 use super::index::{Host, Index, Port, Service};
+
+/// The version of KEP-1645's DNS specification these names follow, answered at
+/// `dns-version.<zone>` TXT.
+pub const SCHEMA_VERSION: &str = "1.0.0";
 
 /// The zone served and the TTL of its records.
 #[derive(Clone, Debug)]
@@ -113,6 +117,18 @@ impl Zone {
                 RecordType::SOA | RecordType::ANY => Answer::records(vec![self.soa(serial)]),
                 _ => Answer::records(Vec::new()),
             },
+            // The schema version of KEP-1645's DNS specification (its section 2.2).
+            ["dns-version"] => match qtype {
+                RecordType::TXT | RecordType::ANY => {
+                    let version = TXT::new(vec![SCHEMA_VERSION.to_string()]);
+                    Answer::records(vec![Record::from_rdata(
+                        qname.clone(),
+                        self.ttl,
+                        RData::TXT(version),
+                    )])
+                }
+                _ => Answer::records(Vec::new()),
+            },
             ["svc"] => Answer::records(Vec::new()),
             [ns, "svc"] if index.has_namespace(ns) => Answer::records(Vec::new()),
             [svc, ns, "svc"] => match index.service(ns, svc) {
@@ -175,6 +191,9 @@ impl Ask<'_> {
     fn service(&self, service: &Service) -> Answer {
         let addresses: Vec<IpAddr> = match service {
             Service::ClusterSetIp { ips, .. } => ips.clone(),
+            // A Headless import without a ready endpoint has no name (the specification's
+            // 2.4.1: NXDOMAIN).
+            Service::Headless { hosts } if hosts.is_empty() => return Answer::NxDomain,
             Service::Headless { hosts } => {
                 let mut all = Vec::new();
                 for ip in hosts.iter().flat_map(|h| &h.addresses) {
