@@ -101,6 +101,16 @@ const SYNC: [(&str, &str, &str); 8] = [
     ("PodDisruptionBudget", NS, "mcs-policy-sync"),
     ("Service", NS, "mcs-policy-sync-metrics"),
 ];
+/// The clusterset.local DNS server of a member release (dns.enabled, on by default).
+const DNS: [(&str, &str, &str); 7] = [
+    ("ServiceAccount", NS, "mcs-policy-dns"),
+    ("ClusterRole", "", "mcs-policy-dns"),
+    ("ClusterRoleBinding", "", "mcs-policy-dns"),
+    ("Deployment", NS, "mcs-policy-dns"),
+    ("Service", NS, "mcs-policy-dns"),
+    ("Service", NS, "mcs-policy-dns-metrics"),
+    ("PodDisruptionBudget", NS, "mcs-policy-dns"),
+];
 const CONFIGURATIONS: [(&str, &str, &str); 2] = [
     ("ValidatingWebhookConfiguration", "", "mcs-policy"),
     ("MutatingWebhookConfiguration", "", "mcs-policy"),
@@ -806,6 +816,7 @@ fn target_member() {
         ("ClusterRoleBinding", "", "mcs-policy-member"),
         ("Secret", NS, "mcs-policy-member-token"),
     ];
+    expected.extend(DNS);
     expected.extend(
         UPSTREAM_CRDS
             .iter()
@@ -841,6 +852,124 @@ fn target_member() {
         )
     }));
     assert_eq!(member_rules(&objects), rules);
+}
+
+/// The DNS server of a member release: `mcs-policy dns` with the zone, TTL and ports of the
+/// values, port 53 UDP and TCP in front of it, rules to read ServiceImports and EndpointSlices
+/// and nothing else; the scheduling values; off with dns.enabled=false and in other targets.
+#[test]
+fn target_member_dns_server() {
+    let objects = render(
+        NS,
+        &[
+            "--set",
+            "target=member",
+            "--set",
+            "dns.zone=mcs.example",
+            "--set",
+            "dns.ttl=30",
+            "--set",
+            "dns.port=10053",
+            "--set",
+            "dns.clusterIP=10.96.0.53",
+            "--set",
+            "dns.nodeSelector.dns=yes",
+            "--set",
+            "nodeSelector.everyone=yes",
+        ],
+    );
+    check_all("member dns", &objects, &[NS]);
+    let deployment = object(&objects, "Deployment", "mcs-policy-dns");
+    assert_eq!(deployment["spec"]["replicas"], 2);
+    let (args, command) = parsed("member dns", deployment);
+    let McsCommand::Dns(dns) = command else {
+        panic!("`mcs-policy dns`: {args:?}");
+    };
+    assert_eq!(dns.zone, "mcs.example");
+    assert_eq!(dns.ttl, 30);
+    assert_eq!(dns.listen.to_string(), ":10053");
+    assert_eq!(dns.kubeconfig, None, "the member is read in-cluster");
+    let spec = pod(deployment);
+    assert_eq!(spec["serviceAccountName"], "mcs-policy-dns");
+    assert_eq!(spec["automountServiceAccountToken"], true);
+    assert_eq!(spec["nodeSelector"], json!({"dns": "yes"}));
+    let ports = &container(deployment)["ports"];
+    assert_eq!(
+        ports[0],
+        json!({"name": "dns-udp", "containerPort": 10053, "protocol": "UDP"})
+    );
+    assert_eq!(
+        ports[1],
+        json!({"name": "dns-tcp", "containerPort": 10053, "protocol": "TCP"})
+    );
+    let service = object(&objects, "Service", "mcs-policy-dns");
+    assert_eq!(service["spec"]["clusterIP"], "10.96.0.53");
+    assert_eq!(
+        service["spec"]["selector"],
+        json!({"app.kubernetes.io/name": "mcs-policy", "app.kubernetes.io/component": "dns"})
+    );
+    assert_eq!(
+        service["spec"]["ports"],
+        json!([
+            {"name": "dns-udp", "port": 53, "targetPort": "dns-udp", "protocol": "UDP"},
+            {"name": "dns-tcp", "port": 53, "targetPort": "dns-tcp", "protocol": "TCP"},
+        ])
+    );
+    let role = object(&objects, "ClusterRole", "mcs-policy-dns");
+    assert_eq!(
+        role["rules"],
+        json!([
+            {"apiGroups": ["multicluster.x-k8s.io"], "resources": ["serviceimports"],
+             "verbs": ["list", "watch"]},
+            {"apiGroups": ["discovery.k8s.io"], "resources": ["endpointslices"],
+             "verbs": ["list", "watch"]},
+        ])
+    );
+    let binding = object(&objects, "ClusterRoleBinding", "mcs-policy-dns");
+    assert_eq!(
+        binding["subjects"],
+        json!([{"kind": "ServiceAccount", "name": "mcs-policy-dns", "namespace": NS}])
+    );
+
+    // Defaults: the zone clusterset.local, 5 s, :5353, no fixed ClusterIP; the release-wide
+    // nodeSelector when the component has none.
+    let defaults = render(
+        NS,
+        &[
+            "--set",
+            "target=member",
+            "--set",
+            "nodeSelector.everyone=yes",
+        ],
+    );
+    let deployment = object(&defaults, "Deployment", "mcs-policy-dns");
+    let (_, command) = parsed("member dns defaults", deployment);
+    let McsCommand::Dns(dns) = command else {
+        panic!("`mcs-policy dns`");
+    };
+    assert_eq!(
+        (dns.zone.as_str(), dns.ttl, dns.listen.to_string()),
+        ("clusterset.local", 5, ":5353".to_string())
+    );
+    assert_eq!(pod(deployment)["nodeSelector"], json!({"everyone": "yes"}));
+    assert!(
+        object(&defaults, "Service", "mcs-policy-dns")["spec"]
+            .get("clusterIP")
+            .is_none()
+    );
+
+    // Off: none of its objects.
+    let off = render(
+        NS,
+        &["--set", "target=member", "--set", "dns.enabled=false"],
+    );
+    let dns_ids = want(&DNS);
+    assert!(ids("member without dns", &off).is_disjoint(&dns_ids));
+    // Other targets never render it.
+    for target in ["cluster", "karmada-apiserver"] {
+        let objects = render(NS, &["--set", &format!("target={target}")]);
+        assert!(ids(target, &objects).is_disjoint(&dns_ids), "{target}");
+    }
 }
 
 #[test]

@@ -316,6 +316,9 @@ fn every_chart_render_is_applied_into_a_fresh_namespace() {
     apply_crds(plane);
     let ca = ca_file(plane);
     let ca_value = format!("webhook.certificate.caBundle={}", ca.display());
+    // Services get ClusterIPs in 127.(100 + index).0.0/16 (tests/src/envtest).
+    let dns_ip = format!("127.{}.0.53", 100 + u16::from(plane.index));
+    let dns_cluster_ip = format!("dns.clusterIP={dns_ip}");
     let renders: Vec<(&str, Vec<&str>)> = vec![
         ("cluster, self-managed", vec![]),
         (
@@ -348,6 +351,21 @@ fn every_chart_render_is_applied_into_a_fresh_namespace() {
             vec!["--set", "crd.install=true", "--set", "policy=strict"],
         ),
         ("member", vec!["--set", "target=member"]),
+        // The DNS server (on by default in a member) with its values: a zone, a TTL and a fixed
+        // ClusterIP of the plane's service CIDR, which the API server must accept.
+        (
+            "member, DNS values",
+            vec![
+                "--set",
+                "target=member",
+                "--set",
+                "dns.zone=mcs.example",
+                "--set",
+                "dns.ttl=30",
+                "--set",
+                &dns_cluster_ip,
+            ],
+        ),
         (
             "karmada-apiserver",
             vec!["--set", "target=karmada-apiserver"],
@@ -424,6 +442,10 @@ fn every_chart_render_is_applied_into_a_fresh_namespace() {
                 plane.get(kind, object_ns, name).is_some(),
                 "{what}: {kind} {object_ns}/{name} was applied"
             );
+        }
+        if values.contains(&dns_cluster_ip.as_str()) {
+            let service = plane.get("Service", &ns, "mcs-policy-dns").unwrap();
+            assert_eq!(service["spec"]["clusterIP"], dns_ip.as_str(), "{what}");
         }
         let cert_manager = values.contains(&"webhook.certificate.mode=cert-manager")
             && !values.contains(&"target=karmada-apiserver");
