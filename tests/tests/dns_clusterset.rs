@@ -9,10 +9,14 @@
 //! (SERVFAIL, `/readyz` 503) are seen deterministically; then every record kind, the negative
 //! answers, a MultiClusterService-style copy that must stay out of the answers, changes that
 //! must show in a later answer, and a malformed packet that must not stop the server.
+//!
+//! And end to end on kube-sim: `mcs-policy sync` imports a ServiceExport of member1 into
+//! member2, and member2's DNS server answers the import.
 
 use std::collections::BTreeSet;
 use std::io::{Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpStream, UdpSocket};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use hickory_proto::op::{Message, MessageType, OpCode, Query, ResponseCode};
@@ -35,9 +39,14 @@ struct Dns {
 /// Starts `mcs-policy dns` against `plane` on free loopback ports, and reads them from its
 /// output (`dns listening on ADDR`, `http listening on ADDR`).
 fn start_dns(plane: &ControlPlane) -> Dns {
-    let log = plane.dir.join("dns.log");
-    let kubeconfig = plane.kubeconfig.display().to_string();
-    let args = [
+    start_dns_with(&plane.kubeconfig, &[], &plane.dir)
+}
+
+/// [`start_dns`] with the kubeconfig at `kubeconfig`, `extra` flags, its log in `dir`.
+fn start_dns_with(kubeconfig: &Path, extra: &[&str], dir: &Path) -> Dns {
+    let log = dir.join("dns.log");
+    let kubeconfig = kubeconfig.display().to_string();
+    let mut args = vec![
         "dns",
         "--kubeconfig",
         &kubeconfig,
@@ -48,6 +57,7 @@ fn start_dns(plane: &ControlPlane) -> Dns {
         "--ttl",
         "7",
     ];
+    args.extend_from_slice(extra);
     let mut process = Process::start("mcs-policy dns", &binary("mcs-policy"), &args, &[], &log);
     let read = |prefix: &str| -> Option<SocketAddr> {
         let text = std::fs::read_to_string(&log).unwrap_or_default();
@@ -559,4 +569,94 @@ fn clusterset_local_is_answered_from_the_imports_and_imported_slices() {
             "{rcode}: {metrics}"
         );
     }
+}
+
+/// `mcs-policy sync` itself imports what member1 exports (a ClusterSetIP and a headless
+/// Service) into member2, on kube-sim; `mcs-policy dns` of member2 answers them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_sync_imports_is_answered_by_the_members_dns() {
+    use tests::sync::{CRDS, SERVICES, SLICES, World, crd, post};
+    let mut w = World::clusters("dns-e2e", false).await;
+    for url in [&w.member1, &w.member2] {
+        for file in [
+            "multicluster.x-k8s.io_serviceexports.yaml",
+            "multicluster.x-k8s.io_serviceimports.yaml",
+            "about.k8s.io_clusterproperties.yaml",
+        ] {
+            post(&w.http, url, CRDS, &crd(file)).await;
+        }
+    }
+    w.spawn_sync("1h", &[]);
+    let exports = "/apis/multicluster.x-k8s.io/v1beta1/namespaces/shop/serviceexports";
+    for (name, headless, address) in [("web", false, "10.1.0.1"), ("db", true, "10.1.0.9")] {
+        let mut spec = json!({"selector": {"app": name},
+            "ports": [{"name": "tcp-main", "port": 5432, "protocol": "TCP"}]});
+        if headless {
+            spec["clusterIP"] = json!("None");
+        }
+        let service = json!({"apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": name, "namespace": "shop"}, "spec": spec});
+        post(&w.http, &w.member1, SERVICES, &service).await;
+        let slice = json!({
+            "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+            "metadata": {"name": format!("{name}-abc"), "namespace": "shop", "labels": {
+                "kubernetes.io/service-name": name,
+                "endpointslice.kubernetes.io/managed-by": "endpointslice-controller.k8s.io"}},
+            "addressType": "IPv4",
+            "endpoints": [{"addresses": [address], "conditions": {"ready": true}}],
+            "ports": [{"name": "tcp-main", "port": 5432, "protocol": "TCP"}],
+        });
+        post(&w.http, &w.member1, SLICES, &slice).await;
+        let export = json!({"apiVersion": "multicluster.x-k8s.io/v1beta1",
+            "kind": "ServiceExport", "metadata": {"name": name, "namespace": "shop"}});
+        post(&w.http, &w.member1, exports, &export).await;
+    }
+
+    let dns = start_dns_with(&w.kubeconfig(), &["--context", "member2"], &w.dir);
+    let server = dns.dns;
+    // The ClusterSetIP import's IP: its derived Service's cluster IP in member2.
+    let imports = "/apis/multicluster.x-k8s.io/v1beta1/namespaces/shop/serviceimports/web";
+    let ip = w
+        .eventually("member2's import of web has an IP", || async {
+            let import = tests::sync::get(&w.http, &w.member2, imports).await?;
+            import["spec"]["ips"][0].as_str().map(str::to_string)
+        })
+        .await;
+    let want = ips(&[ip.as_str()]);
+    w.eventually("member2's DNS answers web with its import's IP", || async {
+        (addresses(&udp(server, &at("web"), RecordType::A)) == want).then_some(())
+    })
+    .await;
+    let srv = tcp(
+        server,
+        &format!("_tcp-main._tcp.{}", at("web")),
+        RecordType::SRV,
+    );
+    assert_eq!(srvs(&srv), BTreeSet::from([(5432, at("web"))]));
+    // The headless import: the exporter's endpoint, under member1's cluster id.
+    w.eventually(
+        "member2's DNS answers db with member1's endpoint",
+        || async {
+            (addresses(&udp(server, &at("db"), RecordType::A)) == ips(&["10.1.0.9"])).then_some(())
+        },
+    )
+    .await;
+    let srv = udp(
+        server,
+        &format!("_tcp-main._tcp.{}", at("db")),
+        RecordType::SRV,
+    );
+    assert_eq!(
+        srvs(&srv),
+        BTreeSet::from([(5432, format!("10-1-0-9.member1.{}", at("db")))])
+    );
+    assert_eq!(
+        addresses(&tcp(
+            server,
+            &format!("10-1-0-9.member1.{}", at("db")),
+            RecordType::A
+        )),
+        ips(&["10.1.0.9"])
+    );
+    drop(dns);
 }
