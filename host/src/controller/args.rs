@@ -94,9 +94,11 @@ pub struct SyncArgs {
     #[arg(long, default_value_t = 2000, value_name = "MS")]
     pub budget_ms: u64,
 
-    /// Withdraw an unreachable provider's copies once it has been unreadable this long (off by
-    /// default: its copies stay until it answers again; see docs/sync.md, "Unreadable
-    /// providers").
+    /// Withdraw what an unreachable member contributes once it has been unreadable this long:
+    /// a MultiClusterService provider's copies, and an exporter's imported slices, its place in
+    /// the ServiceImports' `status.clusters` and the ports only it exported (off by default:
+    /// they stay until it answers again; see docs/sync.md, "Unreadable providers", and
+    /// docs/clusterset-rules.md, "Members that cannot be read").
     #[arg(long, value_parser = parse_positive_duration, value_name = "DURATION")]
     pub stale_endpoint_timeout: Option<Duration>,
 
