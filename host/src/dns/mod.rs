@@ -11,6 +11,8 @@ mod cache;
 mod http;
 mod index;
 mod server;
+#[cfg(test)]
+mod tests;
 
 use std::sync::Arc;
 
