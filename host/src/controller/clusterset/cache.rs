@@ -9,7 +9,12 @@
 //! installed) has no exports and no imports: it takes no part in a pass. Each of its watches
 //! then watches its CRD by name instead of listing again ([`crate::controller::cache::crd`]):
 //! installing the CRDs later brings the member in at once, and until then it costs no request
-//! at rest.
+//! at rest. A CRD established without `v1beta1` (a member with mcs-api's `v1alpha1` only) is
+//! reported ([`Hears::unserved`]): the member is not served, and says why.
+//!
+//! Two more watches per member, label-selected, keep our own derived Services and imported
+//! EndpointSlices by the name they were made for ([`ours`]): what outlived its exports while
+//! the controller was stopped still names a key.
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};

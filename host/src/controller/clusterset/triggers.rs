@@ -147,7 +147,7 @@ impl Hears for Heard {
         match served {
             Some(versions) => tracing::warn!(%cluster, %crd, served = ?versions,
                 wanted = "v1beta1",
-                "the member's CRD does not serve the Multi-Cluster Services API version the controller uses: the member takes no part in the clusterset (no exports read, nothing imported) until it does; install the CRDs of policies/crds, which serve v1alpha1 and v1beta1"),
+                "the member's CRD does not serve the version the controller uses: its objects are not read (without v1beta1 ServiceExports and ServiceImports the member takes no part in the clusterset) until it does; the CRDs of policies/crds serve v1alpha1 and v1beta1"),
             None => {
                 tracing::info!(%cluster, %crd, "the member's CRD serves the version the controller uses again, or is gone")
             }
