@@ -50,6 +50,22 @@ pub enum Command {
     Sync(Box<SyncArgs>),
     /// Serve `clusterset.local` DNS (KEP-1645) from this cluster's ServiceImports and imported
     /// EndpointSlices, over UDP and TCP.
+    ///
+    /// Names under the zone (--zone, default clusterset.local): `<svc>.<ns>.svc.<zone>` A/AAAA
+    /// (a ClusterSetIP import's spec.ips; a Headless import's ready endpoints, every source
+    /// cluster), `_<port>._<proto>.<svc>.<ns>.svc.<zone>` SRV for named ports, and
+    /// `<hostname>.<clusterid>.<svc>.<ns>.svc.<zone>` A/AAAA for a Headless import's endpoints
+    /// (the endpoint's hostname, or its address with `-` for `.` and `:`; clusterid is the
+    /// slice's multicluster.kubernetes.io/source-cluster). A missing name is NXDOMAIN, a name
+    /// without records of the type asked NODATA (both with the zone's SOA), a name outside the
+    /// zone REFUSED; every query is SERVFAIL until the caches have synced. Records live --ttl
+    /// seconds.
+    ///
+    /// DNS is served on --listen (UDP and TCP, one port; 5353 so no root is needed), the probes
+    /// and metrics on --metrics-listen. Each member's CoreDNS forwards the zone here: in the
+    /// ConfigMap `coredns` of kube-system (`kubectl -n kube-system edit configmap coredns`), add
+    /// the server block `clusterset.local:53 { forward . <ClusterIP of this server's Service> }`.
+    /// See docs/dns.md.
     Dns(Box<DnsArgs>),
     /// Evaluate one request offline and print the answer as JSON.
     #[command(subcommand)]
@@ -219,6 +235,42 @@ mod tests {
             panic!("expected unregister");
         };
         assert_eq!(unregister.webhook_configuration, "b");
+    }
+
+    #[test]
+    fn dns_has_the_zone_port_and_ttl_of_its_help() {
+        let args = Args::try_parse_from(["mcs-policy", "dns"]).unwrap();
+        let Command::Dns(dns) = args.command else {
+            panic!("expected dns");
+        };
+        assert_eq!(dns.zone, "clusterset.local");
+        assert_eq!(dns.listen, crate::listen::ListenAddr::Any(5353));
+        assert_eq!(dns.metrics_listen, crate::listen::ListenAddr::Any(8080));
+        assert_eq!(dns.ttl, 5);
+        assert_eq!(dns.kubeconfig, None);
+        // --context only with --kubeconfig.
+        assert!(Args::try_parse_from(["mcs-policy", "dns", "--context", "m1"]).is_err());
+        let args = Args::try_parse_from([
+            "mcs-policy",
+            "dns",
+            "--kubeconfig",
+            "k",
+            "--context",
+            "m1",
+            "--listen",
+            "127.0.0.1:53",
+            "--ttl",
+            "30",
+            "--ttl",
+            "1",
+        ])
+        .unwrap();
+        let Command::Dns(dns) = args.command else {
+            panic!("expected dns");
+        };
+        assert_eq!(dns.context.as_deref(), Some("m1"));
+        assert_eq!(dns.listen.to_string(), "127.0.0.1:53");
+        assert_eq!(dns.ttl, 1);
     }
 
     #[test]

@@ -5,21 +5,7 @@ use std::time::Duration;
 
 use crate::listen::ListenAddr;
 
-/// `mcs-policy dns`: answers `<service>.<namespace>.svc.<zone>` (default zone
-/// `clusterset.local`) from the ServiceImports and imported EndpointSlices of the cluster it
-/// runs in, as the Multi-Cluster Services API (KEP-1645) specifies.
-///
-/// Names: `<svc>.<ns>.svc.<zone>` A/AAAA (a ClusterSetIP import's `spec.ips`; a Headless
-/// import's ready endpoints, every source cluster), `_<port>._<proto>.<svc>.<ns>.svc.<zone>`
-/// SRV for named ports, `<hostname>.<clusterid>.<svc>.<ns>.svc.<zone>` A/AAAA for a Headless
-/// import's endpoints (the endpoint's hostname, or its address with `-` for `.` and `:` when it
-/// has none; clusterid is the slice's `multicluster.kubernetes.io/source-cluster`). A name
-/// outside the zone is REFUSED; before the caches have synced every query is answered
-/// SERVFAIL and `/readyz` says not ready.
-///
-/// Each member's CoreDNS forwards the zone here: add to the Corefile (ConfigMap `coredns` in
-/// `kube-system`, `kubectl -n kube-system edit configmap coredns`) the stanza
-/// `clusterset.local:53 { forward . <ClusterIP of this server's Service> }`. See docs/dns.md.
+/// `mcs-policy dns`'s flags (its `--help` text is the `Dns` command's, in config.rs).
 #[derive(Debug, clap::Args)]
 pub struct DnsArgs {
     /// Kubeconfig to read the ServiceImports and EndpointSlices with (its current context, or
