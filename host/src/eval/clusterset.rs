@@ -222,3 +222,72 @@ pub fn clusterset_answer(answer: Result<ClustersetDecision, String>) -> Value {
         "conflicts": d.conflicts,
     }})
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn engine() -> PolicyEngine {
+        PolicyEngine::embedded(crate::engine::EngineOptions::default()).unwrap()
+    }
+
+    const BUDGET: std::time::Duration = std::time::Duration::from_secs(5);
+
+    /// member1 exported `shop/web` (member2's imported slice says so) and has been unreadable for
+    /// `unreadable_ms`; member2 holds the import (with a uid) and member1's imported slice.
+    fn input(unreadable_ms: u64, stale_timeout_ms: Option<u64>) -> String {
+        let mut input = json!({
+            "namespace": "shop", "name": "web", "now": "2026-12-07T10:00:00Z",
+            "members": [
+                {"cluster": "member1", "unreadable": "connection refused", "unreadableMs": unreadable_ms},
+                {"cluster": "member2",
+                 "serviceImport": {"apiVersion": "multicluster.x-k8s.io/v1beta1", "kind": "ServiceImport",
+                    "metadata": {"name": "web", "namespace": "shop", "uid": "import-uid", "resourceVersion": "5",
+                        "labels": {"networking.karmada.io/created-by": "mcs-policy-clusterset"}},
+                    "spec": {"type": "ClusterSetIP", "ports": [{"name": "http", "port": 80, "protocol": "TCP"}]},
+                    "status": {"clusters": [{"cluster": "member1"}]}},
+                 "importedSlices": [{"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+                    "metadata": {"name": "web-member1-0123456789abcdef", "namespace": "shop", "uid": "s1", "resourceVersion": "7",
+                        "labels": {"endpointslice.kubernetes.io/managed-by": "endpointslice-clusterset-controller.karmada.io",
+                            "multicluster.kubernetes.io/service-name": "web",
+                            "multicluster.kubernetes.io/source-cluster": "member1"}},
+                    "addressType": "IPv4", "endpoints": []}]},
+            ],
+        });
+        if let Some(t) = stale_timeout_ms {
+            input["staleTimeoutMs"] = json!(t);
+        }
+        input.to_string()
+    }
+
+    #[test]
+    fn eval_takes_the_stale_timeout_and_names_the_derived_service() {
+        let engine = engine();
+        let answer = |ms, timeout| {
+            clusterset_decide_json(&engine, &input(ms, timeout), "input", BUDGET).unwrap()
+        };
+        // Within the timeout (or without one) member1's slice stays; past it, it goes with the
+        // import it alone exported.
+        for kept in [answer(10_000, None), answer(1_000, Some(5_000))] {
+            assert_eq!(
+                kept["ok"]["members"][1]["deleteSlices"],
+                json!([]),
+                "{kept}"
+            );
+            assert_eq!(kept["ok"]["members"][1]["serviceImport"], "leave", "{kept}");
+        }
+        let stale = answer(5_001, Some(5_000));
+        let member2 = &stale["ok"]["members"][1];
+        assert_eq!(member2["deleteSlices"][0]["uid"], "s1", "{stale}");
+        assert_eq!(
+            member2["serviceImport"]["delete"]["uid"], "import-uid",
+            "{stale}"
+        );
+        assert_eq!(
+            stale["ok"]["derivedName"],
+            engine
+                .clusterset_derived_name("shop", "web", BUDGET)
+                .unwrap()
+        );
+    }
+}
