@@ -46,7 +46,7 @@ pub struct Stores {
 }
 
 impl Stores {
-    fn new(patience: Patience) -> Stores {
+    pub(super) fn new(patience: Patience) -> Stores {
         let stores = Stores {
             exports: Store::new(name_of),
             imports: Store::new(name_of),

@@ -15,8 +15,8 @@
 //!   (the imported slices).
 //!
 //! Each object is kept as its identity and the name it was imported for (its
-//! `multicluster.kubernetes.io/service-name`), grouped by that name: a few hundred bytes per
-//! object of ours, nothing for anyone else's. The name becomes a key, and its pass decides; the
+//! `multicluster.kubernetes.io/service-name`), grouped by that name: no spec, no endpoints, and
+//! nothing of anyone else's objects. The name becomes a key, and its pass decides; the
 //! host decides nothing here (the component deletes only what carries our markers, with the
 //! uid and resourceVersion read).
 

@@ -79,3 +79,80 @@ impl Spells {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::time::Duration;
+
+    use tokio::sync::mpsc;
+
+    use super::*;
+    use crate::controller::cache::Patience;
+
+    /// Set when dropped: tells whether a queue closure was kept for later or dropped at once.
+    struct Dropped(Arc<AtomicBool>);
+
+    impl Drop for Dropped {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::SeqCst);
+        }
+    }
+
+    /// A queue closure sending its names to `sent`, and whether it was dropped.
+    fn queue(
+        sent: &mpsc::UnboundedSender<Vec<String>>,
+    ) -> (impl FnOnce(Vec<String>) + Send + 'static, Arc<AtomicBool>) {
+        let dropped = Arc::new(AtomicBool::new(false));
+        let guard = Dropped(dropped.clone());
+        let sent = sent.clone();
+        let queue = move |names| {
+            let _guard = guard;
+            sent.send(names).ok();
+        };
+        (queue, dropped)
+    }
+
+    #[tokio::test]
+    async fn a_failing_spell_queues_the_members_names_once_until_a_watch_works_again() {
+        let spells = Spells::default();
+        let patience = Patience {
+            grace: Duration::from_millis(10),
+            settle: Duration::from_secs(1),
+        };
+        let (sent, mut queued) = mpsc::unbounded_channel();
+
+        let (unknown, dropped) = queue(&sent);
+        spells.failed("member9", unknown);
+        assert!(
+            dropped.load(Ordering::SeqCst),
+            "no caches of member9: nothing to queue"
+        );
+
+        spells.started("member1", &Stores::new(patience));
+        let (first, _) = queue(&sent);
+        spells.failed("member1", first);
+        let (again, dropped) = queue(&sent);
+        spells.failed("member1", again);
+        assert!(dropped.load(Ordering::SeqCst), "one queue per spell");
+        assert_eq!(
+            queued.recv().await,
+            Some(Vec::new()),
+            "queued after the grace"
+        );
+
+        spells.works("member1");
+        let (next, dropped) = queue(&sent);
+        spells.failed("member1", next);
+        assert!(!dropped.load(Ordering::SeqCst), "a new spell queues again");
+        assert_eq!(queued.recv().await, Some(Vec::new()));
+
+        spells.stopped("member1");
+        let (gone, dropped) = queue(&sent);
+        spells.failed("member1", gone);
+        assert!(
+            dropped.load(Ordering::SeqCst),
+            "a member that left queues nothing"
+        );
+    }
+}
