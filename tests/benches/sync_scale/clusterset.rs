@@ -18,7 +18,7 @@ use super::{
 };
 
 /// The upstream API's CRDs, installed in every member.
-const UPSTREAM_CRDS: [&str; 3] = [
+pub(crate) const UPSTREAM_CRDS: [&str; 3] = [
     "multicluster.x-k8s.io_serviceexports.yaml",
     "multicluster.x-k8s.io_serviceimports.yaml",
     "about.k8s.io_clusterproperties.yaml",
