@@ -211,9 +211,6 @@ impl Hears for Heard {
                 self.everything();
             }
             News::Failed { kind, .. } => {
-                if kind != Kind::NotFound {
-                    self.failed(cluster);
-                }
                 if kind == Kind::NotFound {
                     let first = self
                         .told
@@ -226,6 +223,7 @@ impl Hears for Heard {
                     }
                 } else {
                     self.metrics.cluster_error(cluster, kind);
+                    self.failed(cluster);
                 }
             }
         }
