@@ -73,6 +73,7 @@ fn clusterset_decide_is_bounded_like_every_call() {
         name: name.into(),
         now: "2026-11-29T10:00:00Z".into(),
         members: vec![],
+        stale_timeout_ms: None,
     };
     let started = Instant::now();
     let err = engine
