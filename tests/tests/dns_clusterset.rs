@@ -77,7 +77,18 @@ fn start_dns_with(kubeconfig: &Path, extra: &[&str], dir: &Path) -> Dns {
 }
 
 fn request(name: &str, kind: RecordType) -> Vec<u8> {
+    request_with(name, kind, None)
+}
+
+/// A query, with an EDNS OPT record of `edns_version` when given.
+fn request_with(name: &str, kind: RecordType, edns_version: Option<u8>) -> Vec<u8> {
     let mut message = Message::query();
+    if let Some(version) = edns_version {
+        let mut edns = hickory_proto::op::Edns::new();
+        edns.set_max_payload(1232);
+        edns.set_version(version);
+        message.set_edns(edns);
+    }
     message.metadata.id = rand_id();
     message.metadata.recursion_desired = true;
     let mut query = Query::query(Name::from_ascii(name).expect("a name"), kind);
@@ -104,11 +115,15 @@ fn check(sent: &[u8], answer: Message) -> Message {
 
 /// One query over UDP.
 fn udp(server: SocketAddr, name: &str, kind: RecordType) -> Message {
+    udp_sending(server, request(name, kind))
+}
+
+/// One query, `sent`, over UDP.
+fn udp_sending(server: SocketAddr, sent: Vec<u8>) -> Message {
     let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
     socket
         .set_read_timeout(Some(Duration::from_secs(10)))
         .unwrap();
-    let sent = request(name, kind);
     socket.send_to(&sent, server).unwrap();
     let mut buffer = [0u8; 4096];
     let (len, from) = socket.recv_from(&mut buffer).expect("a UDP answer");
@@ -509,6 +524,16 @@ fn clusterset_local_is_answered_from_the_imports_and_imported_slices() {
     let outside = tcp(server, "example.com.", RecordType::A);
     assert_eq!(outside.metadata.response_code, ResponseCode::Refused);
     assert!(outside.answers.is_empty());
+
+    // EDNS: answered with EDNS; a version this server does not speak gets BADVERS.
+    let edns = udp_sending(server, request_with(&at("db"), RecordType::A, Some(0)));
+    assert_eq!(edns.metadata.response_code, ResponseCode::NoError);
+    assert_eq!(addresses(&edns), headless);
+    assert_eq!(edns.edns.as_ref().map(|e| e.version()), Some(0), "{edns:?}");
+    let newer = udp_sending(server, request_with(&at("db"), RecordType::A, Some(1)));
+    // BADVERS is 16, a number it shares with TSIG's BADSIG, which hickory-proto reads it as.
+    assert_eq!(u16::from(newer.metadata.response_code), 16, "{newer:?}");
+    assert!(newer.answers.is_empty());
 
     // A malformed packet (a header claiming a question that is not there) and a runt: the
     // server goes on answering.

@@ -106,24 +106,18 @@ impl RequestHandler for Handler {
         request: &Request,
         mut response_handle: R,
     ) -> ResponseInfo {
-        let mut edns = None;
-        let mut reply = match &request.edns {
-            Some(asked) => {
-                let mut ours = Edns::new();
-                ours.set_max_payload(asked.max_payload().max(512));
-                ours.set_version(0);
-                edns = Some(ours);
-                if asked.version() > 0 {
-                    Reply::error(ResponseCode::BADVERS)
-                } else {
-                    self.reply(request)
-                }
-            }
-            None => self.reply(request),
+        // EDNS answered with EDNS (version 0, the client's payload size, at least 512 bytes);
+        // a later EDNS version gets BADVERS (RFC 6891).
+        let edns = request.edns.as_ref().map(|asked| {
+            let mut ours = Edns::new();
+            ours.set_max_payload(asked.max_payload().max(512));
+            ours.set_version(0);
+            ours
+        });
+        let reply = match &request.edns {
+            Some(asked) if asked.version() > 0 => Reply::error(ResponseCode::BADVERS),
+            _ => self.reply(request),
         };
-        if reply.code == ResponseCode::BADVERS && edns.is_none() {
-            reply.code = ResponseCode::FormErr;
-        }
         self.metrics.query(reply.code);
         let mut metadata = Metadata::response_from_request(&request.metadata);
         metadata.response_code = reply.code;
