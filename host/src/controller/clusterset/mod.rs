@@ -119,6 +119,8 @@ impl Clusterset {
         membership: Arc<RwLock<Membership>>,
         resync: Duration,
     ) -> Running {
+        // The component this controller runs names the derived Services, from the first key on.
+        names::use_component(&ctx.decider.engine);
         Running(tokio::spawn(self.run(ctx, membership, resync)))
     }
 
