@@ -1497,19 +1497,62 @@ fn metrics_services_and_optional_service_monitors() {
         json!({"serverName": "mcs-policy.mcs-policy-system.svc",
             "ca": {"secret": {"name": "mcs-policy-tls", "key": "ca.crt"}}})
     );
-    // Not in the releases without pods.
-    for target in ["member", "karmada-apiserver"] {
-        let objects = render(
-            NS,
-            &[
-                "--set",
-                &format!("target={target}"),
-                "--set",
-                "serviceMonitor.enabled=true",
-            ],
-        );
-        assert_eq!(of_kind(&objects, "ServiceMonitor").count(), 0, "{target}");
-    }
+    // Not in the release without pods.
+    let objects = render(
+        NS,
+        &[
+            "--set",
+            "target=karmada-apiserver",
+            "--set",
+            "serviceMonitor.enabled=true",
+        ],
+    );
+    assert_eq!(of_kind(&objects, "ServiceMonitor").count(), 0);
+    // A member's: the DNS server's metrics, on the one Service with a port named metrics.
+    let member = |extra: &[&str]| {
+        let mut values = vec![
+            "--set",
+            "target=member",
+            "--set",
+            "serviceMonitor.enabled=true",
+        ];
+        values.extend_from_slice(extra);
+        render(NS, &values)
+    };
+    let objects = member(&[]);
+    check_all("member serviceMonitor", &objects, &[NS]);
+    let monitors: Vec<&Value> = of_kind(&objects, "ServiceMonitor").collect();
+    assert_eq!(monitors.len(), 1);
+    let dns = monitors[0];
+    assert_eq!(dns["metadata"]["name"], "mcs-policy-dns");
+    assert_eq!(
+        dns["spec"]["endpoints"],
+        json!([{"port": "metrics", "scheme": "http", "path": "/metrics"}])
+    );
+    let selector = dns["spec"]["selector"]["matchLabels"].as_object().unwrap();
+    let with_metrics_port: Vec<&Value> = of_kind(&objects, "Service")
+        .filter(|s| {
+            selector
+                .iter()
+                .all(|(k, v)| &s["metadata"]["labels"][k] == v)
+        })
+        .filter(|s| {
+            s["spec"]["ports"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|p| p["name"] == "metrics")
+        })
+        .collect();
+    assert_eq!(with_metrics_port.len(), 1);
+    assert_eq!(
+        with_metrics_port[0]["metadata"]["name"],
+        "mcs-policy-dns-metrics"
+    );
+    assert_eq!(
+        of_kind(&member(&["--set", "dns.enabled=false"]), "ServiceMonitor").count(),
+        0
+    );
 }
 
 /// A hub that is also a member: the `cluster` release and the `member` release into one cluster
