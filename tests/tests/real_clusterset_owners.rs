@@ -194,6 +194,7 @@ fn a_real_api_server_takes_the_imports_status_and_owners_and_its_garbage_collect
         assert!(passes <= 3, "still writing after 3 passes: {decision:?}");
         readiness.push(ready(&plane.get(IMPORTS, "shop", "web").unwrap()));
     }
+    println!("passes that wrote before nothing was left to write: {passes}");
     // A new import is Pending until its derived Service's IP is read, then Ready.
     let state = |s: &str, r: &str| Some((s.to_string(), r.to_string()));
     assert_eq!(
