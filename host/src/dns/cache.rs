@@ -76,6 +76,7 @@ pub async fn run(client: Client, shared: Arc<Shared>) {
         watcher::Config::default(),
     )
     .default_backoff()
+    .modify(forget_managed_fields)
     .reflect(import_writer);
 
     let slice_writer = reflector::store::Writer::<EndpointSlice>::default();
@@ -85,6 +86,7 @@ pub async fn run(client: Client, shared: Arc<Shared>) {
         watcher::Config::default().labels(SERVICE_NAME_LABEL),
     )
     .default_backoff()
+    .modify(forget_managed_fields)
     .reflect(slice_writer);
 
     let changed = Notify::new();
@@ -104,6 +106,11 @@ pub async fn run(client: Client, shared: Arc<Shared>) {
         () = drain(slice_events, "endpointslices", &changed) => {}
         () = rebuild => {}
     }
+}
+
+/// Not kept: the largest part of an object, never read here.
+fn forget_managed_fields<K: kube::Resource>(object: &mut K) {
+    object.meta_mut().managed_fields = None;
 }
 
 /// Consumes a reflected watch stream, waking the rebuild after every event.
