@@ -10,6 +10,8 @@ use kube::client::ClientBuilder;
 use kube::{Client, Config};
 use tower::timeout::TimeoutLayer;
 
+use super::transport;
+
 /// How clients talk to their cluster.
 #[derive(Clone, Debug)]
 pub struct ClientOptions {
@@ -26,7 +28,8 @@ impl Default for ClientOptions {
     }
 }
 
-/// A client for `config` with `options` applied.
+/// A client for `config` with `options` applied, over the [`transport`] shared by the
+/// clusters (kube's own stack when it does not fit the configuration).
 pub fn build_client(mut config: Config, options: &ClientOptions) -> Result<Client, kube::Error> {
     config.default_retry = true;
     config.connect_timeout = Some(
@@ -34,8 +37,11 @@ pub fn build_client(mut config: Config, options: &ClientOptions) -> Result<Clien
             .connect_timeout
             .map_or(options.request_timeout, |t| t.min(options.request_timeout)),
     );
-    let builder = ClientBuilder::try_from(config)?;
-    Ok(builder
-        .with_layer(&TimeoutLayer::new(options.request_timeout))
+    let timeout = TimeoutLayer::new(options.request_timeout);
+    if transport::fits(&config) {
+        return Ok(transport::builder(&config)?.with_layer(&timeout).build());
+    }
+    Ok(ClientBuilder::try_from(config)?
+        .with_layer(&timeout)
         .build())
 }

@@ -10,6 +10,7 @@ mod client;
 pub mod karmada;
 mod open;
 pub mod origin;
+pub mod transport;
 
 use std::collections::HashMap;
 use std::path::Path;
