@@ -30,8 +30,7 @@ use crate::controller::cache::kept;
 use crate::controller::cache::watch::{News, Watch};
 use crate::controller::cache::{Cached, Health, Patience, Store, Unreadable};
 
-#[path = "ours.rs"]
-pub mod ours;
+use super::ours;
 
 /// One member's clusterset caches.
 #[derive(Clone)]

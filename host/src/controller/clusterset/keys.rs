@@ -3,7 +3,7 @@
 //!
 //! A name is a key from the moment any member holds a ServiceExport of it, or anything of ours
 //! for it (a ServiceImport, a derived Service, an imported EndpointSlice: the clusterset caches
-//! watch all three, [`super::cache::ours`]); it stays one while anything of ours for it
+//! watch all three, [`super::ours`]); it stays one while anything of ours for it
 //! remains, so the pass after the last export's deletion deletes the imports, and so do the
 //! passes at start over what outlived its exports while the controller was stopped. Keys with
 //! nothing left are dropped at the resync ([`Keys::retain`]).

@@ -39,9 +39,11 @@ pub mod gates;
 pub mod keys;
 pub mod names;
 pub mod objects;
+pub mod ours;
 pub mod read;
 pub mod resync;
 pub mod triggers;
+pub mod unreadable;
 pub mod write;
 
 use std::sync::{Arc, RwLock};

@@ -2,10 +2,7 @@
 //! after a list, not the controller's own write) passes over its key at once; whatever may
 //! concern every key (a store that lists, a ClusterProperty change, a membership change, the
 //! resync) queues every key in the backlog, behind the live changes; a member turning
-//! unreadable queues its own names ([`unreadable`]).
-
-#[path = "unreadable.rs"]
-mod unreadable;
+//! unreadable queues its own names ([`super::unreadable`]).
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
@@ -16,6 +13,7 @@ use kube::api::DynamicObject;
 use super::cache::{Hears, Resource, Stores};
 use super::keys::Keys;
 use super::names::{CLUSTER_PROPERTY, CREATED_BY, CREATED_BY_LABEL};
+use super::unreadable;
 use crate::clusters::api_error::Kind;
 use crate::controller::cache::triggers::Changes;
 use crate::controller::cache::watch::News;
