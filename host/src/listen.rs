@@ -10,7 +10,7 @@ use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::str::FromStr;
 
 use socket2::{Domain, Protocol, Socket, Type};
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, UdpSocket};
 
 /// Connections the kernel queues before `accept` (tokio's own default).
 const BACKLOG: i32 = 1024;
@@ -52,12 +52,24 @@ impl fmt::Display for ListenAddr {
 /// Binds `addr` and listens (with `SO_REUSEADDR`, as `tokio::net::TcpListener::bind` does).
 /// Needs a Tokio runtime.
 pub fn bind(addr: ListenAddr) -> io::Result<TcpListener> {
-    let socket = match addr {
-        ListenAddr::Addr(addr) => socket_on(addr, false)?,
+    TcpListener::from_std(bind_socket(addr, Type::STREAM)?.into())
+}
+
+/// Binds a UDP socket on `addr`, every address for `:PORT` as [`bind`] does for TCP. Needs a
+/// Tokio runtime.
+pub fn bind_udp(addr: ListenAddr) -> io::Result<UdpSocket> {
+    UdpSocket::from_std(bind_socket(addr, Type::DGRAM)?.into())
+}
+
+/// A non-blocking socket of type `kind` (stream: listening) bound to `addr`; `:PORT` is one
+/// `[::]:PORT` socket with `IPV6_V6ONLY` off, or `0.0.0.0:PORT` on a host without IPv6.
+fn bind_socket(addr: ListenAddr, kind: Type) -> io::Result<Socket> {
+    match addr {
+        ListenAddr::Addr(addr) => socket_on(addr, false, kind),
         ListenAddr::Any(port) => {
             let any6 = SocketAddr::from((Ipv6Addr::UNSPECIFIED, port));
-            match socket_on(any6, true) {
-                Ok(socket) => socket,
+            match socket_on(any6, true, kind) {
+                Ok(socket) => Ok(socket),
                 // The port is taken or forbidden: IPv4 would say the same, or worse, succeed
                 // beside an IPv6-only socket that holds it.
                 Err(err)
@@ -66,29 +78,35 @@ pub fn bind(addr: ListenAddr) -> io::Result<TcpListener> {
                         io::ErrorKind::AddrInUse | io::ErrorKind::PermissionDenied
                     ) =>
                 {
-                    return Err(err);
+                    Err(err)
                 }
                 Err(err) => {
-                    tracing::debug!(error = %err, "no IPv6 socket on this host; listening on IPv4 only");
-                    socket_on(SocketAddr::from((Ipv4Addr::UNSPECIFIED, port)), false)?
+                    tracing::debug!(error = %err, "no IPv6 socket on this host; binding IPv4 only");
+                    socket_on(SocketAddr::from((Ipv4Addr::UNSPECIFIED, port)), false, kind)
                 }
             }
         }
-    };
-    TcpListener::from_std(socket.into())
+    }
 }
 
-/// A non-blocking listening socket on `addr`; `dual_stack` turns `IPV6_V6ONLY` off.
-fn socket_on(addr: SocketAddr, dual_stack: bool) -> io::Result<Socket> {
-    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+/// A non-blocking socket on `addr`; `dual_stack` turns `IPV6_V6ONLY` off; a stream socket
+/// reuses the address and listens.
+fn socket_on(addr: SocketAddr, dual_stack: bool, kind: Type) -> io::Result<Socket> {
+    let stream = kind == Type::STREAM;
+    let protocol = if stream { Protocol::TCP } else { Protocol::UDP };
+    let socket = Socket::new(Domain::for_address(addr), kind, Some(protocol))?;
     if dual_stack {
         socket.set_only_v6(false)?;
     }
     #[cfg(unix)]
-    socket.set_reuse_address(true)?;
+    if stream {
+        socket.set_reuse_address(true)?;
+    }
     socket.set_nonblocking(true)?;
     socket.bind(&addr.into())?;
-    socket.listen(BACKLOG)?;
+    if stream {
+        socket.listen(BACKLOG)?;
+    }
     Ok(socket)
 }
 
@@ -155,6 +173,26 @@ mod tests {
         let local = listener.local_addr().unwrap();
         assert_eq!(local.ip(), Ipv4Addr::LOCALHOST);
         let taken = bind(ListenAddr::Addr(local)).unwrap_err();
+        assert_eq!(taken.kind(), io::ErrorKind::AddrInUse);
+    }
+
+    /// UDP too: `:0` takes a datagram sent to IPv4 loopback, and a taken address is refused.
+    #[tokio::test]
+    async fn a_bare_port_binds_udp_on_every_address_and_takes_ipv4() {
+        let socket = bind_udp(ListenAddr::Any(0)).unwrap();
+        let local = socket.local_addr().unwrap();
+        assert!(local.ip().is_unspecified(), "{local}");
+        let sender = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).await.unwrap();
+        sender
+            .send_to(b"ping", (Ipv4Addr::LOCALHOST, local.port()))
+            .await
+            .unwrap();
+        let mut buf = [0u8; 8];
+        let (n, _) = socket.recv_from(&mut buf).await.unwrap();
+        assert_eq!(&buf[..n], b"ping");
+
+        let one = bind_udp("127.0.0.1:0".parse().unwrap()).unwrap();
+        let taken = bind_udp(ListenAddr::Addr(one.local_addr().unwrap())).unwrap_err();
         assert_eq!(taken.kind(), io::ErrorKind::AddrInUse);
     }
 }

@@ -3,7 +3,7 @@
 //! goes on); [`Handler`] answers each query from the caches' latest index.
 
 use std::io;
-use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::net::SocketAddr;
 use std::sync::Arc;
 
 use hickory_server::net::runtime::Time;
@@ -13,7 +13,6 @@ use hickory_server::proto::op::{
 use hickory_server::proto::rr::{DNSClass, Record};
 use hickory_server::server::{Request, RequestHandler, ResponseHandler, ResponseInfo};
 use hickory_server::zone_handler::MessageResponseBuilder;
-use socket2::{Domain, Protocol, Socket, Type};
 
 use super::answer::{Answer, Zone};
 use super::cache::Shared;
@@ -148,39 +147,6 @@ impl RequestHandler for Handler {
     }
 }
 
-/// Binds the UDP socket of `addr`; `:PORT` binds `[::]:PORT` with `IPV6_V6ONLY` off (IPv4
-/// too), or `0.0.0.0:PORT` on a host without IPv6, as [`crate::listen::bind`] does for TCP.
-pub fn bind_udp(addr: ListenAddr) -> io::Result<tokio::net::UdpSocket> {
-    let socket = match addr {
-        ListenAddr::Addr(addr) => udp_on(addr, false)?,
-        ListenAddr::Any(port) => {
-            match udp_on(SocketAddr::from((Ipv6Addr::UNSPECIFIED, port)), true) {
-                Ok(socket) => socket,
-                Err(err)
-                    if matches!(
-                        err.kind(),
-                        io::ErrorKind::AddrInUse | io::ErrorKind::PermissionDenied
-                    ) =>
-                {
-                    return Err(err);
-                }
-                Err(_) => udp_on(SocketAddr::from((Ipv4Addr::UNSPECIFIED, port)), false)?,
-            }
-        }
-    };
-    tokio::net::UdpSocket::from_std(socket.into())
-}
-
-fn udp_on(addr: SocketAddr, dual_stack: bool) -> io::Result<Socket> {
-    let socket = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP))?;
-    if dual_stack {
-        socket.set_only_v6(false)?;
-    }
-    socket.set_nonblocking(true)?;
-    socket.bind(&addr.into())?;
-    Ok(socket)
-}
-
 /// The UDP socket and TCP listener of `addr`, on one port: with port 0, the port the kernel
 /// gave the UDP socket, tried again with another when TCP has it taken.
 pub fn bind(addr: ListenAddr) -> io::Result<(tokio::net::UdpSocket, tokio::net::TcpListener)> {
@@ -197,7 +163,7 @@ pub fn bind(addr: ListenAddr) -> io::Result<(tokio::net::UdpSocket, tokio::net::
     };
     let mut attempts = 0;
     loop {
-        let udp = bind_udp(addr)?;
+        let udp = crate::listen::bind_udp(addr)?;
         match crate::listen::bind(same_port(&udp)?) {
             Ok(tcp) => return Ok((udp, tcp)),
             Err(err)
