@@ -30,8 +30,10 @@ pub struct Cluster {
 }
 
 impl Cluster {
-    fn start(name: &str) -> Cluster {
-        let plane = ControlPlane::start(&format!("fleet-{name}"));
+    /// `tag` is the fleet's: a control plane's temp dir is named after it, and a dir of an
+    /// earlier fleet of this process may still be being removed.
+    fn start(tag: &str, name: &str) -> Cluster {
+        let plane = ControlPlane::start(&format!("fleet-{tag}-{name}"));
         let config = std::fs::read_to_string(&plane.kubeconfig).unwrap();
         let token = config
             .lines()
@@ -82,7 +84,7 @@ impl Fleet {
         let mut clusters: Vec<Cluster> = std::thread::scope(|scope| {
             let started: Vec<_> = names
                 .iter()
-                .map(|name| scope.spawn(move || Cluster::start(name)))
+                .map(|name| scope.spawn(move || Cluster::start(tag, name)))
                 .collect();
             started
                 .into_iter()
