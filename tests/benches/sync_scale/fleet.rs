@@ -45,6 +45,8 @@ pub(crate) struct FleetRow {
     pub(crate) all: Option<Duration>,
     /// CPU-seconds from the controller's start to convergence: controller, kube-sims, bench.
     pub(crate) cpu: (f64, f64, f64),
+    /// CPU-seconds the machine's other processes spent meanwhile.
+    pub(crate) others: f64,
     /// The live rounds: to every consumer, to every importer.
     pub(crate) live: Vec<(Option<Duration>, Option<Duration>)>,
     pub(crate) rest: Option<Rest>,
@@ -68,6 +70,33 @@ impl FleetRow {
     }
 }
 
+/// `/proc/loadavg`'s 1, 5 and 15 minute averages: what else ran on the machine.
+fn load_average() -> String {
+    let text = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    text.split_whitespace()
+        .take(3)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// CPU-seconds every process of the machine has spent so far (`/proc/stat`: user, nice,
+/// system, irq, softirq and steal, in 100 Hz ticks): with ours subtracted, what the other
+/// work on the machine took from the cores.
+fn machine_cpu() -> f64 {
+    let text = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    let line = text.lines().next().unwrap_or_default();
+    let ticks: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|t| t.parse().ok())
+        .collect();
+    let busy: u64 = [0, 1, 2, 5, 6, 7]
+        .iter()
+        .filter_map(|i| ticks.get(*i))
+        .sum();
+    busy as f64 / 100.0
+}
+
 pub(crate) async fn fleet(settings: &Settings) {
     let (sizes, per_member, exports) = fleet_sizes();
     let mut rows = Vec::new();
@@ -79,6 +108,7 @@ pub(crate) async fn fleet(settings: &Settings) {
 
 async fn fleet_run(settings: &Settings, members: usize, mcs: usize, exports: usize) -> FleetRow {
     let ns = "fleet";
+    println!("\nload average before: {}", load_average());
     let started = Instant::now();
     let mut fleet = Fleet::start(&format!("fleet-{members}"), members).await;
     let plan = Plan::new(members, mcs, exports);
@@ -111,6 +141,7 @@ async fn fleet_run(settings: &Settings, members: usize, mcs: usize, exports: usi
     };
     let mut events = watch_members(&fleet, &plan, ns).await;
     let (bench_cpu, sims_cpu) = (cpu_seconds(std::process::id()), fleet.sims_cpu());
+    let machine = machine_cpu();
     fleet.start_controller(settings.workers[0], settings);
     let pid = fleet.controller_pid();
     let start = Instant::now();
@@ -131,13 +162,15 @@ async fn fleet_run(settings: &Settings, members: usize, mcs: usize, exports: usi
     )
     .await;
     let cpu = cpu_now();
+    let others = machine_cpu() - machine - (cpu.0 + cpu.1 + cpu.2);
+    println!("load average after the cold start: {}", load_average());
     let all = converged
         .copies
         .zip(converged.imports)
         .map(|(a, b)| a.max(b));
     let secs = |d: Option<Duration>| d.map_or("-".into(), |d| format!("{:.2} s", d.as_secs_f64()));
     println!(
-        "cold start: copies {}/{} after {}, imports {}/{} after {}; CPU controller {:.1} s, kube-sims {:.1} s, bench {:.1} s: floor {:.2} s on {} cores",
+        "cold start: copies {}/{} after {}, imports {}/{} after {}; CPU controller {:.1} s, kube-sims {:.1} s, bench {:.1} s: floor {:.2} s on {} cores; the machine's other processes took {others:.1} CPU-s meanwhile",
         converged.found.0,
         converged.expected.0,
         secs(converged.copies),
@@ -193,6 +226,7 @@ async fn fleet_run(settings: &Settings, members: usize, mcs: usize, exports: usi
         converged,
         all,
         cpu,
+        others,
         live,
         rest,
         rss_one,

@@ -62,9 +62,9 @@ pub(crate) fn print_fleet_table(settings: &Settings, rows: &[FleetRow]) {
         LIVE = rows.first().map_or(0, |r| r.live.len())
     );
     println!(
-        "| members (serving CRDs) | MCS, exports | copies, imports | every copy and import | floor (ctrl / kube-sims / bench CPU) | ratio | live: every consumer, every importer | requests at rest (in the resync window) | VmHWM | heap per cached object | RSS per member: loaded, idle |"
+        "| members (serving CRDs) | MCS, exports | copies, imports | every copy and import | floor (ctrl / kube-sims / bench CPU) | ratio | others' CPU meanwhile | live: every consumer, every importer | requests at rest (in the resync window) | VmHWM | heap per cached object | RSS per member: loaded, idle |"
     );
-    println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |");
+    println!("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |");
     for r in rows {
         let floor = r.floor();
         let all = r.all.map_or("did not converge".into(), |d| {
@@ -84,7 +84,7 @@ pub(crate) fn print_fleet_table(settings: &Settings, rows: &[FleetRow]) {
             )
         });
         println!(
-            "| {} ({}) | {}, {} | {}, {} | {all} | {floor:.2} s ({:.1} / {:.1} / {:.1} s) | {ratio} | {}, {} | {rest} | {:.1} MB | {:.0} B ({:.0} B over the baseline; {:.0} objects) | {:.0} KiB, {:.0} KiB |",
+            "| {} ({}) | {}, {} | {}, {} | {all} | {floor:.2} s ({:.1} / {:.1} / {:.1} s) | {ratio} | {:.1} s | {}, {} | {rest} | {:.1} MB | {:.0} B ({:.0} B over the baseline; {:.0} objects) | {:.0} KiB, {:.0} KiB |",
             r.members,
             r.serving,
             r.mcs,
@@ -94,6 +94,7 @@ pub(crate) fn print_fleet_table(settings: &Settings, rows: &[FleetRow]) {
             r.cpu.0,
             r.cpu.1,
             r.cpu.2,
+            r.others,
             ms(consumers),
             ms(importers),
             mb(r.hwm),
