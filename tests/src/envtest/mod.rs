@@ -17,6 +17,7 @@
 pub mod certificates;
 pub mod cold_start;
 pub mod control_plane;
+pub mod dns_pods;
 pub mod fleet;
 pub mod pods;
 pub mod process;
