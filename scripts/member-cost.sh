@@ -4,8 +4,10 @@
 # (/readyz: its caches listed), left SETTLE seconds at rest, then its resident memory
 # (VmRSS, RssAnon), heap (glibc mallinfo2, from its metrics), threads and TCP connections are
 # read, and the API requests of one resync window at rest are counted from every kube-sim's
-# request log. Prints a table row per N and the KB per member between the smallest N and each
-# other one. See BENCHMARKS.md, "What a member costs".
+# request log, beside the resync passes the controller ran in it. Prints a table row per N and
+# the KB per member between the smallest N and each other one. See BENCHMARKS.md, "What a
+# member costs". Where the bytes go: MEMBER_COST_WRAP="heaptrack -o FILE", then kill -9 the
+# controller while at rest and read `heaptrack_print -f FILE.zst --print-leaks 1`.
 #
 # Settings (defaults in brackets):
 #   MEMBER_COST_N ["2 60 120"]   fleet sizes
@@ -17,6 +19,11 @@
 #                                kube-apiserver from scripts/envtest-assets.sh) served over
 #                                https, its CA in each member's context, as real members are;
 #                                the request count then covers the hub only
+#   MEMBER_COST_MCS [0]          MultiClusterServices made in the hub before the start, each from
+#                                every member to every member, with its hub Service (namespace
+#                                shop): a resync at rest then has passes to skip. Use with
+#                                MEMBER_COST_SIMS=each (members sharing one kube-sim would share
+#                                one namespace)
 #   MEMBER_COST_RESYNC [10s]     the controller's --resync-interval; the request count covers
 #                                one such window plus 2 s
 #   MEMBER_COST_BIN [target/release/mcs-policy]
@@ -122,6 +129,7 @@ kind=kube-sim; [ -n "${MEMBER_COST_TLS:-}" ] && kind="one kube-apiserver over ht
 [ -z "${MEMBER_COST_TLS:-}" ] && [ "$SIMS" = shared ] && kind="one shared kube-sim"
 [ -z "${MEMBER_COST_TLS:-}" ] && [ "$SIMS" != shared ] && kind="a kube-sim each"
 echo "member cost: $(date -u +%F), $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- host || echo '+changes'), members: $kind, settle ${SETTLE}s, resync $RESYNC"
+echo "MultiClusterServices: ${MEMBER_COST_MCS:-0}"
 echo "| members | VmRSS KB | RssAnon KB | heap KB | threads | TCP conns | requests in a resync window at rest |"
 echo "| --- | --- | --- | --- | --- | --- | --- |"
 declare -A RSS
@@ -130,6 +138,20 @@ for n in $SIZES; do
   hub=$URL
   curl -sf -X POST -H 'content-type: application/json' --data-binary @"$CRD_JSON" \
     "$hub/apis/apiextensions.k8s.io/v1/customresourcedefinitions" >/dev/null
+  MCS=${MEMBER_COST_MCS:-0}
+  if [ "$MCS" -gt 0 ]; then
+    curl -sf -X POST -H 'content-type: application/json' "$hub/api/v1/namespaces" \
+      -d '{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"shop"}}' >/dev/null
+    clusters=$(for i in $(seq 1 "$n"); do printf '{"name":"m%s"},' "$i"; done)
+    clusters="[${clusters%,}]"
+    for k in $(seq 1 "$MCS"); do
+      curl -sf -X POST -H 'content-type: application/json' "$hub/api/v1/namespaces/shop/services" \
+        -d "{\"apiVersion\":\"v1\",\"kind\":\"Service\",\"metadata\":{\"name\":\"web-$k\",\"namespace\":\"shop\"},\"spec\":{\"selector\":{\"app\":\"web-$k\"},\"ports\":[{\"port\":80}]}}" >/dev/null
+      curl -sf -X POST -H 'content-type: application/json' \
+        "$hub/apis/networking.karmada.io/v1alpha1/namespaces/shop/multiclusterservices" \
+        -d "{\"apiVersion\":\"networking.karmada.io/v1alpha1\",\"kind\":\"MultiClusterService\",\"metadata\":{\"name\":\"web-$k\",\"namespace\":\"shop\"},\"spec\":{\"types\":[\"CrossCluster\"],\"providerClusters\":$clusters,\"consumerClusters\":$clusters}}" >/dev/null
+    done
+  fi
   urls=("$hub")
   members=()
   if [ -n "${MEMBER_COST_TLS:-}" ]; then start_apiserver; URL=$TLS_URL
@@ -167,12 +189,17 @@ for n in $SIZES; do
   threads=$(awk '/^Threads/ {print $2}' "/proc/$pid/status")
   heap=$(curl -s "127.0.0.1:$port/metrics" | awk '/^mcs_policy_sync_heap_bytes / {printf "%d", $2/1024}')
   conns=$(ss -tnpH state established 2>/dev/null | grep -c "pid=$pid," || true)
+  passes() {
+    curl -s "127.0.0.1:$port/metrics" | awk '/^mcs_policy_sync_passes_total/ {n += $NF} END {print n + 0}'
+  }
+  before=$(passes)
   for url in "${urls[@]}"; do curl -s -X DELETE "$url/_sim/requests" >/dev/null; done
   window=$(( ${RESYNC%s} + 2 ))
   sleep "$window"
   reqs=$(requests "${urls[@]}")
+  ran=$(( $(passes) - before ))
   RSS[$n]=$rss
-  echo "| $n | $rss | $anon | ${heap:-?} | $threads | $conns | $reqs in ${window}s |"
+  echo "| $n | $rss | $anon | ${heap:-?} | $threads | $conns | $reqs in ${window}s ($ran resync passes) |"
   stop_all
 done
 first=""
