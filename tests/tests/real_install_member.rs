@@ -167,6 +167,27 @@ fn at(name: &str) -> String {
     format!("{name}.{APP_NS}.svc.clusterset.local.")
 }
 
+/// `GET path` over HTTP/1.1: the body of a 200, else an error.
+fn http_get(server: SocketAddr, path: &str) -> Result<String, String> {
+    let mut stream = TcpStream::connect(server).map_err(|e| e.to_string())?;
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: dns\r\nConnection: close\r\n\r\n"
+    )
+    .map_err(|e| e.to_string())?;
+    let mut text = String::new();
+    stream
+        .read_to_string(&mut text)
+        .map_err(|e| e.to_string())?;
+    match text.split_once("\r\n\r\n") {
+        Some((head, body)) if head.starts_with("HTTP/1.1 200") => Ok(body.to_string()),
+        _ => Err(text),
+    }
+}
+
 /// `kubectl auth can-i VERB RESOURCE --as` the DNS server's ServiceAccount, cluster-wide.
 fn can_i(plane: &ControlPlane, verb: &str, resource: &str) -> bool {
     let out = plane.kubectl_output(
@@ -369,6 +390,21 @@ fn the_member_release_answers_clusterset_local_through_its_service_and_uninstall
         service.forwarded() >= 5,
         "the queries went through the Service"
     );
+
+    // The metrics Service reaches the replicas' HTTP port: ready, and the queries counted.
+    let metrics = pods.service("mcs-policy-dns-metrics");
+    let metrics_front = SocketAddr::new(metrics.ip, 8080);
+    let text = wait_for(
+        "/metrics through mcs-policy-dns-metrics",
+        Duration::from_secs(30),
+        || http_get(metrics_front, "/metrics"),
+    );
+    assert!(
+        text.contains("mcs_policy_dns_queries_total{rcode=\"NOERROR\"}"),
+        "{text}"
+    );
+    assert!(text.contains("mcs_policy_dns_services 2"), "{text}");
+    drop(metrics);
 
     // A change after the start comes through the watches (the account's `watch`): a third
     // source cluster's slice shows in a later answer.
