@@ -10,9 +10,11 @@
 //! account allowed to list and watch what it reads and nothing else; ServiceImports and
 //! imported EndpointSlices as `mcs-policy sync` writes them answered through the Service (a
 //! ClusterSetIP import's `spec.ips`, a Headless import's ready endpoints of every source
-//! cluster, NXDOMAIN for a name that does not exist); then `helm uninstall` removes every
-//! object of the release but the CRDs, which the chart keeps (`helm.sh/resource-policy: keep`),
-//! and with them the ServiceImports.
+//! cluster, NXDOMAIN for a name that does not exist), over TCP and UDP, by every replica; a
+//! slice added later in a later answer (the account's `watch`: with `list` alone the replicas
+//! are ready but never see a change); `/metrics` through the Service `mcs-policy-dns-metrics`;
+//! then `helm uninstall` removes every object of the release but the CRDs, which the chart
+//! keeps (`helm.sh/resource-policy: keep`), and with them the ServiceImports.
 
 use std::collections::BTreeSet;
 use std::io::{Read, Write};
