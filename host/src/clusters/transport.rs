@@ -55,6 +55,9 @@ struct Trust {
     accept_invalid_certs: bool,
 }
 
+/// The most trusts remembered at once.
+const MAX_SHARED: usize = 64;
+
 /// The TLS configurations shared so far, by trust.
 static SHARED: OnceLock<Mutex<HashMap<Trust, rustls::ClientConfig>>> = OnceLock::new();
 
@@ -123,6 +126,11 @@ fn tls_config(config: &Config) -> Result<rustls::ClientConfig, kube::Error> {
         return Ok(tls.clone());
     }
     let tls = config.rustls_client_config()?;
+    // Rotated CAs leave trusts no client uses: forget them all now and then (the clients
+    // keep their clones).
+    if shared.len() >= MAX_SHARED {
+        shared.clear();
+    }
     shared.insert(trust, tls.clone());
     Ok(tls)
 }
