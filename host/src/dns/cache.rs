@@ -4,8 +4,15 @@
 //! copies carry only `kubernetes.io/service-name` and are never read). After both have listed
 //! once, every change rebuilds the [`Index`] the queries read; until then there is none, and
 //! the server answers SERVFAIL.
+//!
+//! A watch that fails after that (an API server outage, a Role that lost `watch`) leaves the
+//! last index in place: answering from what was last known is what cluster DNS does (CoreDNS's
+//! `kubernetes` plugin too), and a replica that turned unready would take every clusterset name
+//! down with it. The failure is said instead: once per spell in the log (as an error naming
+//! the missing permission for a 401/403), and for as long as it lasts in the gauge
+//! `mcs_policy_dns_watch_failing{resource}`.
 
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, RwLock};
 
 use futures::{Stream, StreamExt};
@@ -17,6 +24,10 @@ use kube::{Api, Client};
 use tokio::sync::Notify;
 
 use super::index::{Import, ImportSpec, Index, SERVICE_NAME_LABEL};
+use crate::clusters::api_error::{Kind, chain, classify};
+
+/// The two watches, by the resource they watch.
+pub const WATCHED: [&str; 2] = ["serviceimports", "endpointslices"];
 
 /// The index queries read, and its SOA serial.
 #[derive(Debug, Default)]
@@ -30,6 +41,8 @@ pub struct Snapshot {
 pub struct Shared {
     snapshot: RwLock<Option<Arc<Snapshot>>>,
     serial: AtomicU32,
+    /// Whether the watch of `WATCHED[i]` is failing (its last attempt was an error).
+    failing: [AtomicBool; 2],
 }
 
 impl Shared {
@@ -44,6 +57,16 @@ impl Shared {
     /// Whether the caches have synced.
     pub fn ready(&self) -> bool {
         self.snapshot().is_some()
+    }
+
+    /// Whether the watch of `WATCHED[watch]` is failing now.
+    pub fn failing(&self, watch: usize) -> bool {
+        self.failing[watch].load(Ordering::Relaxed)
+    }
+
+    /// Records the outcome of the watch's last attempt; true when that changed its state.
+    fn set_failing(&self, watch: usize, failing: bool) -> bool {
+        self.failing[watch].swap(failing, Ordering::Relaxed) != failing
     }
 
     fn publish(&self, index: Index) {
@@ -102,8 +125,8 @@ pub async fn run(client: Client, shared: Arc<Shared>) {
         }
     };
     tokio::select! {
-        () = drain(import_events, "serviceimports", &changed) => {}
-        () = drain(slice_events, "endpointslices", &changed) => {}
+        () = drain(import_events, 0, &shared, &changed) => {}
+        () = drain(slice_events, 1, &shared, &changed) => {}
         () = rebuild => {}
     }
 }
@@ -113,18 +136,51 @@ fn forget_managed_fields<K: kube::Resource>(object: &mut K) {
     object.meta_mut().managed_fields = None;
 }
 
-/// Consumes a reflected watch stream, waking the rebuild after every event.
+/// Consumes a reflected watch stream of `WATCHED[watch]`, waking the rebuild after every
+/// event and keeping the watch's failing state.
 async fn drain<K>(
     events: impl Stream<Item = Result<watcher::Event<K>, watcher::Error>>,
-    what: &str,
+    watch: usize,
+    shared: &Shared,
     changed: &Notify,
 ) {
+    let resource = WATCHED[watch];
     let mut events = std::pin::pin!(events);
     while let Some(event) = events.next().await {
         match event {
-            Ok(_) => changed.notify_one(),
-            Err(error) => tracing::warn!(%error, resource = what, "watch failed; retrying"),
+            Ok(_) => {
+                if shared.set_failing(watch, false) {
+                    tracing::info!(resource, "watch works again");
+                }
+                changed.notify_one();
+            }
+            Err(error) => {
+                let first = shared.set_failing(watch, true);
+                report(&error, resource, first);
+            }
         }
+    }
+}
+
+/// Logs a failed watch attempt: the first of a spell as a warning (an error, naming the
+/// permission, when the credentials are refused), the retries at debug.
+fn report(error: &watcher::Error, resource: &str, first: bool) {
+    let error_text = chain(error);
+    if !first {
+        tracing::debug!(error = %error_text, resource, "watch failed again; retrying");
+    } else if matches!(classify(error), Kind::Forbidden | Kind::Unauthorized) {
+        tracing::error!(
+            error = %error_text,
+            resource,
+            "watch refused: this ServiceAccount needs list and watch of {resource}; answering \
+             from the last known content and retrying"
+        );
+    } else {
+        tracing::warn!(
+            error = %error_text,
+            resource,
+            "watch failed; answering from the last known content and retrying"
+        );
     }
 }
 

@@ -18,7 +18,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 use tokio::net::TcpListener;
 
-use super::cache::Shared;
+use super::cache::{Shared, WATCHED};
 
 type Labels = Vec<(&'static str, String)>;
 
@@ -27,6 +27,7 @@ pub struct Metrics {
     registry: Registry,
     queries: Family<Labels, Counter>,
     services: Gauge,
+    watch_failing: Family<Labels, Gauge>,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -51,10 +52,17 @@ impl Default for Metrics {
             "Imported services (ServiceImports) the answers come from",
             services.clone(),
         );
+        let watch_failing = Family::<Labels, Gauge>::default();
+        registry.register(
+            "watch_failing",
+            "1 while the watch of a resource fails (answers come from its last known content)",
+            watch_failing.clone(),
+        );
         Metrics {
             registry,
             queries,
             services,
+            watch_failing,
         }
     }
 }
@@ -80,6 +88,13 @@ impl Metrics {
         self.services.set(i64::try_from(count).unwrap_or(i64::MAX));
     }
 
+    /// Whether the watch of `resource` is failing now.
+    pub fn watch_failing(&self, resource: &str, failing: bool) {
+        self.watch_failing
+            .get_or_create(&vec![("resource", resource.to_string())])
+            .set(i64::from(failing));
+    }
+
     /// The metrics as Prometheus text.
     pub fn render(&self) -> String {
         let mut out = String::new();
@@ -98,6 +113,10 @@ struct Http {
 async fn render_metrics(State(http): State<Http>) -> impl IntoResponse {
     if let Some(snapshot) = http.shared.snapshot() {
         http.metrics.services(snapshot.index.len());
+    }
+    for (watch, resource) in WATCHED.iter().enumerate() {
+        http.metrics
+            .watch_failing(resource, http.shared.failing(watch));
     }
     (
         [(
