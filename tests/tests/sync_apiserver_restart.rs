@@ -214,6 +214,22 @@ async fn a_watch_failing_past_the_grace_says_for_how_long_and_recovers_without_a
     // A short request timeout: a quiet retry is judged working 2 s after it.
     let extra = ["--outage-grace", "3s", "--request-timeout", "3s"];
     let (w, before) = synced_world("watch-failing", &extra).await;
+    // Both watches of member1's slices (the MultiClusterService side's, and the clusterset
+    // side's of our imported slices, which may start later) have listed: a watch whose first
+    // list the fault interrupts rightly lists once the fault clears.
+    w.eventually("both watches of member1's slices to have listed", || async {
+        let lists = w
+            .log(0)
+            .lines()
+            .filter(|l| {
+                l.contains("listed; the cluster's cache is current")
+                    && l.contains("cluster=member1")
+                    && l.contains("resource=\"endpointslices\"")
+            })
+            .count();
+        (lists >= 2).then_some(())
+    })
+    .await;
     // member1 answers, but its slices can no longer be watched (nor listed).
     let fault = json!({"status": 500, "count": 100000, "verbs": ["list", "watch"],
                        "resource": "endpointslices"});
