@@ -217,18 +217,21 @@ async fn a_watch_failing_past_the_grace_says_for_how_long_and_recovers_without_a
     // Both watches of member1's slices (the MultiClusterService side's, and the clusterset
     // side's of our imported slices, which may start later) have listed: a watch whose first
     // list the fault interrupts rightly lists once the fault clears.
-    w.eventually("both watches of member1's slices to have listed", || async {
-        let lists = w
-            .log(0)
-            .lines()
-            .filter(|l| {
-                l.contains("listed; the cluster's cache is current")
-                    && l.contains("cluster=member1")
-                    && l.contains("resource=\"endpointslices\"")
-            })
-            .count();
-        (lists >= 2).then_some(())
-    })
+    w.eventually(
+        "both watches of member1's slices to have listed",
+        || async {
+            let lists = w
+                .log(0)
+                .lines()
+                .filter(|l| {
+                    l.contains("listed; the cluster's cache is current")
+                        && l.contains("cluster=member1")
+                        && l.contains("resource=\"endpointslices\"")
+                })
+                .count();
+            (lists >= 2).then_some(())
+        },
+    )
     .await;
     // member1 answers, but its slices can no longer be watched (nor listed).
     let fault = json!({"status": 500, "count": 100000, "verbs": ["list", "watch"],
