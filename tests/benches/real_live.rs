@@ -70,7 +70,8 @@ fn main() {
         settings.binary.display()
     );
     println!(
-        "| run | change made | last MCS copied before | change in {} / {} | MCSs without their copy then | every copy in place |",
+        "| run | change made | last MCS copied before | change in {} / {} | MCSs without their \
+         copy then | every copy in place |",
         CONSUMERS[0], CONSUMERS[1]
     );
     println!("| --- | --- | --- | --- | --- | --- |");
