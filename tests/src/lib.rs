@@ -2,6 +2,7 @@
 //! WAVE encoding for the wasmtime CLI.
 
 pub mod clusterset;
+pub mod dns;
 pub mod envtest;
 pub mod fixtures;
 pub mod sync;

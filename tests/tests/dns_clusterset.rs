@@ -19,9 +19,10 @@ use std::net::{IpAddr, SocketAddr, TcpStream, UdpSocket};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use hickory_proto::op::{Message, MessageType, OpCode, Query, ResponseCode};
-use hickory_proto::rr::{DNSClass, Name, RData, RecordType};
+use hickory_proto::op::{Message, ResponseCode};
+use hickory_proto::rr::{RData, RecordType};
 use serde_json::{Value, json};
+use tests::dns::{self, addresses as addresses_in, ips, srvs};
 use tests::envtest::ControlPlane;
 use tests::envtest::process::Process;
 use tests::{binary, workspace_root};
@@ -76,41 +77,16 @@ fn start_dns_with(kubeconfig: &Path, extra: &[&str], dir: &Path) -> Dns {
     }
 }
 
+/// A query's bytes.
 fn request(name: &str, kind: RecordType) -> Vec<u8> {
     request_with(name, kind, None)
 }
 
-/// A query, with an EDNS OPT record of `edns_version` when given.
+/// A query's bytes, with an EDNS OPT record of `edns_version` when given.
 fn request_with(name: &str, kind: RecordType, edns_version: Option<u8>) -> Vec<u8> {
-    let mut message = Message::query();
-    if let Some(version) = edns_version {
-        let mut edns = hickory_proto::op::Edns::new();
-        edns.set_max_payload(1232);
-        edns.set_version(version);
-        message.set_edns(edns);
-    }
-    message.metadata.id = rand_id();
-    message.metadata.recursion_desired = true;
-    let mut query = Query::query(Name::from_ascii(name).expect("a name"), kind);
-    query.set_query_class(DNSClass::IN);
-    message.add_query(query);
-    message.to_vec().expect("encodes")
-}
-
-/// A different id per query, so an answer is matched to its question.
-fn rand_id() -> u16 {
-    use std::sync::atomic::{AtomicU16, Ordering};
-    static NEXT: AtomicU16 = AtomicU16::new(1);
-    NEXT.fetch_add(1, Ordering::Relaxed)
-}
-
-fn check(sent: &[u8], answer: Message) -> Message {
-    let asked = Message::from_vec(sent).unwrap();
-    assert_eq!(answer.metadata.id, asked.metadata.id);
-    assert_eq!(answer.metadata.message_type, MessageType::Response);
-    assert_eq!(answer.metadata.op_code, OpCode::Query);
-    assert_eq!(answer.queries, asked.queries, "the question is echoed");
-    answer
+    dns::request_with(name, kind, edns_version)
+        .to_vec()
+        .expect("encodes")
 }
 
 /// One query over UDP.
@@ -120,66 +96,17 @@ fn udp(server: SocketAddr, name: &str, kind: RecordType) -> Message {
 
 /// One query, `sent`, over UDP.
 fn udp_sending(server: SocketAddr, sent: Vec<u8>) -> Message {
-    let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
-    socket
-        .set_read_timeout(Some(Duration::from_secs(10)))
-        .unwrap();
-    socket.send_to(&sent, server).unwrap();
-    let mut buffer = [0u8; 4096];
-    let (len, from) = socket.recv_from(&mut buffer).expect("a UDP answer");
-    assert_eq!(from, server);
-    check(
-        &sent,
-        Message::from_vec(&buffer[..len]).expect("a DNS message"),
-    )
+    dns::udp(server, &sent).unwrap_or_else(|e| panic!("a UDP answer: {e}"))
 }
 
-/// One query over TCP (RFC 1035 4.2.2: each message after its 16-bit length).
+/// One query over TCP.
 fn tcp(server: SocketAddr, name: &str, kind: RecordType) -> Message {
-    let mut stream = TcpStream::connect(server).unwrap();
-    stream
-        .set_read_timeout(Some(Duration::from_secs(10)))
-        .unwrap();
-    let sent = request(name, kind);
-    let len = u16::try_from(sent.len()).unwrap().to_be_bytes();
-    stream.write_all(&[&len[..], &sent].concat()).unwrap();
-    let mut len = [0u8; 2];
-    stream.read_exact(&mut len).expect("a TCP answer");
-    let mut body = vec![0u8; usize::from(u16::from_be_bytes(len))];
-    stream.read_exact(&mut body).unwrap();
-    check(&sent, Message::from_vec(&body).expect("a DNS message"))
+    dns::tcp(server, &request(name, kind)).unwrap_or_else(|e| panic!("a TCP answer: {e}"))
 }
 
 /// The addresses of the A and AAAA answers.
 fn addresses(m: &Message) -> BTreeSet<IpAddr> {
     addresses_in(&m.answers)
-}
-
-/// The addresses of the A and AAAA records of `records`.
-fn addresses_in(records: &[hickory_proto::rr::Record]) -> BTreeSet<IpAddr> {
-    records
-        .iter()
-        .filter_map(|r| match &r.data {
-            RData::A(a) => Some(IpAddr::V4(a.0)),
-            RData::AAAA(a) => Some(IpAddr::V6(a.0)),
-            _ => None,
-        })
-        .collect()
-}
-
-fn ips(list: &[&str]) -> BTreeSet<IpAddr> {
-    list.iter().map(|a| a.parse().unwrap()).collect()
-}
-
-/// The SRV answers as (port, target).
-fn srvs(m: &Message) -> BTreeSet<(u16, String)> {
-    m.answers
-        .iter()
-        .filter_map(|r| match &r.data {
-            RData::SRV(s) => Some((s.port, s.target.to_ascii())),
-            _ => None,
-        })
-        .collect()
 }
 
 /// Asserts a negative answer with `code`: no answers, the zone's SOA in the authority section.

@@ -18,12 +18,13 @@
 
 use std::collections::BTreeSet;
 use std::io::{Read, Write};
-use std::net::{IpAddr, SocketAddr, TcpStream, UdpSocket};
+use std::net::{IpAddr, SocketAddr, TcpStream};
 use std::time::Duration;
 
 use hickory_proto::op::{Message, ResponseCode};
-use hickory_proto::rr::{DNSClass, Name, RData, RecordType};
+use hickory_proto::rr::RecordType;
 use serde_json::{Value, json};
+use tests::dns::{self, ips};
 use tests::envtest::dns_pods::DnsPods;
 use tests::envtest::{ControlPlane, wait_for};
 
@@ -94,75 +95,19 @@ fn imported_slice(name: &str, service: &str, cluster: &str, endpoints: Value) ->
     })
 }
 
-fn request(name: &str, kind: RecordType) -> Message {
-    use std::sync::atomic::{AtomicU16, Ordering};
-    static NEXT: AtomicU16 = AtomicU16::new(1);
-    let mut message = Message::query();
-    message.metadata.id = NEXT.fetch_add(1, Ordering::Relaxed);
-    message.metadata.recursion_desired = true;
-    let mut query = hickory_proto::op::Query::query(Name::from_ascii(name).unwrap(), kind);
-    query.set_query_class(DNSClass::IN);
-    message.add_query(query);
-    message
-}
-
-fn answer_to(asked: &Message, bytes: &[u8]) -> Result<Message, String> {
-    let answer = Message::from_vec(bytes).map_err(|e| e.to_string())?;
-    if answer.metadata.id != asked.metadata.id || answer.queries != asked.queries {
-        return Err(format!("not the answer to {asked:?}: {answer:?}"));
-    }
-    Ok(answer)
-}
-
-/// One query over TCP (RFC 1035 4.2.2: each message after its 16-bit length). An error when
-/// the connection is refused or closed (no ready endpoint behind the Service yet).
+/// One query over TCP; an error when the connection is refused or closed (no ready endpoint
+/// behind the Service yet).
 fn tcp(server: SocketAddr, name: &str, kind: RecordType) -> Result<Message, String> {
-    let asked = request(name, kind);
-    let sent = asked.to_vec().unwrap();
-    let mut stream = TcpStream::connect(server).map_err(|e| e.to_string())?;
-    stream
-        .set_read_timeout(Some(Duration::from_secs(10)))
-        .unwrap();
-    let len = u16::try_from(sent.len()).unwrap().to_be_bytes();
-    stream
-        .write_all(&[&len[..], &sent].concat())
-        .map_err(|e| e.to_string())?;
-    let mut len = [0u8; 2];
-    stream.read_exact(&mut len).map_err(|e| e.to_string())?;
-    let mut body = vec![0u8; usize::from(u16::from_be_bytes(len))];
-    stream.read_exact(&mut body).map_err(|e| e.to_string())?;
-    answer_to(&asked, &body)
+    dns::tcp(server, &dns::request(name, kind).to_vec().unwrap())
 }
 
 /// One query over UDP.
 fn udp(server: SocketAddr, name: &str, kind: RecordType) -> Result<Message, String> {
-    let asked = request(name, kind);
-    let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
-    socket
-        .set_read_timeout(Some(Duration::from_secs(10)))
-        .unwrap();
-    socket
-        .send_to(&asked.to_vec().unwrap(), server)
-        .map_err(|e| e.to_string())?;
-    let mut buffer = [0u8; 4096];
-    let (len, from) = socket.recv_from(&mut buffer).map_err(|e| e.to_string())?;
-    assert_eq!(from, server, "the answer comes from the Service's address");
-    answer_to(&asked, &buffer[..len])
+    dns::udp(server, &dns::request(name, kind).to_vec().unwrap())
 }
 
 fn addresses(m: &Message) -> BTreeSet<IpAddr> {
-    m.answers
-        .iter()
-        .filter_map(|r| match &r.data {
-            RData::A(a) => Some(IpAddr::V4(a.0)),
-            RData::AAAA(a) => Some(IpAddr::V6(a.0)),
-            _ => None,
-        })
-        .collect()
-}
-
-fn ips(list: &[&str]) -> BTreeSet<IpAddr> {
-    list.iter().map(|a| a.parse().unwrap()).collect()
+    dns::addresses(&m.answers)
 }
 
 fn at(name: &str) -> String {
