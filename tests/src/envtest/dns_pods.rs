@@ -18,7 +18,6 @@
 
 use std::io::{Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream, UdpSocket};
-use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -26,14 +25,8 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use super::ControlPlane;
+use super::pods::{ServiceAccount, selecting_service, start_with_token};
 use super::process::Process;
-
-/// Mounts the ServiceAccount files of `$SA_DIR` where a Pod has them, then runs `$0 "$@"`.
-const IN_POD: &str = r#"set -e
-mount -t tmpfs tmpfs /var/run
-mkdir -p /var/run/secrets/kubernetes.io/serviceaccount
-cp "$SA_DIR/token" "$SA_DIR/ca.crt" "$SA_DIR/namespace" /var/run/secrets/kubernetes.io/serviceaccount/
-exec "$0" "$@""#;
 
 /// One replica's addresses: the pod IP and the probe's `host:port`, shared with the proxy.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -151,35 +144,24 @@ impl<'a> DnsPods<'a> {
             "the DNS server reads the API with its token"
         );
         let dir = self.plane.dir.join(format!("dns-pod-{i}"));
-        let sa = dir.join("serviceaccount");
-        std::fs::create_dir_all(&sa).unwrap();
-        let token = self.plane.token(&self.namespace, account);
-        std::fs::write(sa.join("token"), token).unwrap();
-        std::fs::write(sa.join("ca.crt"), &self.plane.ca_pem).unwrap();
-        std::fs::write(sa.join("namespace"), &self.namespace).unwrap();
-        let env = [
-            ("KUBERNETES_SERVICE_HOST", "127.0.0.1".to_string()),
-            ("KUBERNETES_SERVICE_PORT", self.plane.port.to_string()),
-            ("SA_DIR", sa.display().to_string()),
-        ]
-        .map(|(k, v)| (k.to_string(), v));
-        let mut full: Vec<String> = ["--user", "--map-root-user", "--mount", "sh", "-c", IN_POD]
-            .map(String::from)
-            .to_vec();
-        full.push(crate::binary("mcs-policy").display().to_string());
-        full.extend(self.args(i));
-        let unshare = ["/usr/bin/unshare", "/bin/unshare"]
-            .into_iter()
-            .find(|p| Path::new(p).is_file())
-            .expect("unshare (util-linux) for the ServiceAccount mount");
+        let env = vec![
+            (
+                "KUBERNETES_SERVICE_HOST".to_string(),
+                "127.0.0.1".to_string(),
+            ),
+            (
+                "KUBERNETES_SERVICE_PORT".to_string(),
+                self.plane.port.to_string(),
+            ),
+        ];
+        let service_account = ServiceAccount {
+            plane: self.plane,
+            namespace: &self.namespace,
+            name: account,
+        };
         let name = format!("dns-pod-{i}");
-        let process = Process::start(
-            &name,
-            Path::new(unshare),
-            &full,
-            &env,
-            &dir.join("container.log"),
-        );
+        let log = dir.join("container.log");
+        let process = start_with_token(&service_account, &name, &dir, &self.args(i), env, &log);
         self.replicas[i] = Some(process);
         let (_, probe) = self.probe(i);
         self.running.lock().unwrap().push(Replica {
@@ -236,16 +218,7 @@ impl<'a> DnsPods<'a> {
     /// pods; each of its ports is forwarded (TCP and UDP) to the container port its targetPort
     /// names.
     pub fn service(&self, name: &str) -> DnsService {
-        let service = self
-            .plane
-            .get("service", &self.namespace, name)
-            .unwrap_or_else(|| panic!("Service {}/{name} exists", self.namespace));
-        let labels = &self.template["metadata"]["labels"];
-        let selector = service["spec"]["selector"].as_object().unwrap();
-        assert!(
-            !selector.is_empty() && selector.iter().all(|(k, v)| labels[k] == *v),
-            "the Service's selector {selector:?} does not pick the pods (labels {labels})"
-        );
+        let service = selecting_service(self.plane, &self.namespace, name, &self.template);
         let ip: IpAddr = service["spec"]["clusterIP"]
             .as_str()
             .unwrap()

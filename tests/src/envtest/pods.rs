@@ -256,21 +256,12 @@ impl<'a> Workload<'a> {
             .unwrap_or(true);
         let log = dir.join("container.log");
         let process = if automount {
-            let sa = dir.join("serviceaccount");
-            std::fs::create_dir_all(&sa).unwrap();
-            let token = self.plane.token(&self.namespace, service_account);
-            std::fs::write(sa.join("token"), token).unwrap();
-            std::fs::write(sa.join("ca.crt"), &self.plane.ca_pem).unwrap();
-            std::fs::write(sa.join("namespace"), &self.namespace).unwrap();
-            let mut env = env;
-            env.push(("SA_DIR".into(), sa.display().to_string()));
-            let mut full: Vec<String> =
-                ["--user", "--map-root-user", "--mount", "sh", "-c", IN_POD]
-                    .map(String::from)
-                    .to_vec();
-            full.push(binary.display().to_string());
-            full.extend(args);
-            Process::start(&pod_name, Path::new(&which("unshare")), &full, &env, &log)
+            let account = ServiceAccount {
+                plane: self.plane,
+                namespace: &self.namespace,
+                name: service_account,
+            };
+            start_with_token(&account, &pod_name, &dir, &args, env, &log)
         } else {
             Process::start(&pod_name, &binary, &args, &env, &log)
         };
@@ -404,16 +395,7 @@ impl<'a> Workload<'a> {
     /// The kube-proxy double for Service `name` of this namespace, whose selector must pick
     /// this Deployment's pods and whose targetPort must be the container's port.
     pub fn service(&self, name: &str) -> ServiceProxy {
-        let service = self
-            .plane
-            .get("service", &self.namespace, name)
-            .unwrap_or_else(|| panic!("Service {}/{name} exists", self.namespace));
-        let labels = &self.template["metadata"]["labels"];
-        let selector = service["spec"]["selector"].as_object().unwrap();
-        assert!(
-            !selector.is_empty() && selector.iter().all(|(k, v)| labels[k] == *v),
-            "the Service's selector {selector:?} does not pick the pods (labels {labels})"
-        );
+        let service = selecting_service(self.plane, &self.namespace, name, &self.template);
         let port = &service["spec"]["ports"][0];
         let target = &port["targetPort"];
         let container_ports = self.container()["ports"].as_array().unwrap();
@@ -485,6 +467,58 @@ fn decode(value: &Value) -> String {
             .unwrap(),
     )
     .unwrap()
+}
+
+/// A pod's ServiceAccount, whose token a replica reads the API with.
+pub(crate) struct ServiceAccount<'a> {
+    pub plane: &'a ControlPlane,
+    pub namespace: &'a str,
+    pub name: &'a str,
+}
+
+/// Starts `mcs-policy ARGS` as replica `pod_name` with the ServiceAccount's token, CA and
+/// namespace where kube's in-cluster configuration reads them (written under `dir`, mounted in
+/// a mount namespace of the process's own, as the kubelet mounts them).
+pub(crate) fn start_with_token(
+    account: &ServiceAccount<'_>,
+    pod_name: &str,
+    dir: &Path,
+    args: &[String],
+    mut env: Vec<(String, String)>,
+    log: &Path,
+) -> Process {
+    let sa = dir.join("serviceaccount");
+    std::fs::create_dir_all(&sa).unwrap();
+    let token = account.plane.token(account.namespace, account.name);
+    std::fs::write(sa.join("token"), token).unwrap();
+    std::fs::write(sa.join("ca.crt"), &account.plane.ca_pem).unwrap();
+    std::fs::write(sa.join("namespace"), account.namespace).unwrap();
+    env.push(("SA_DIR".into(), sa.display().to_string()));
+    let mut full: Vec<String> = ["--user", "--map-root-user", "--mount", "sh", "-c", IN_POD]
+        .map(String::from)
+        .to_vec();
+    full.push(crate::binary("mcs-policy").display().to_string());
+    full.extend(args.iter().cloned());
+    Process::start(pod_name, Path::new(&which("unshare")), &full, &env, log)
+}
+
+/// Service `name` of `namespace`, asserted to select the pods of `template`.
+pub(crate) fn selecting_service(
+    plane: &ControlPlane,
+    namespace: &str,
+    name: &str,
+    template: &Value,
+) -> Value {
+    let service = plane
+        .get("service", namespace, name)
+        .unwrap_or_else(|| panic!("Service {namespace}/{name} exists"));
+    let labels = &template["metadata"]["labels"];
+    let selector = service["spec"]["selector"].as_object().unwrap();
+    assert!(
+        !selector.is_empty() && selector.iter().all(|(k, v)| labels[k] == *v),
+        "the Service's selector {selector:?} does not pick the pods (labels {labels})"
+    );
+    service
 }
 
 fn which(name: &str) -> String {
