@@ -114,3 +114,38 @@ pub fn srvs(m: &Message) -> BTreeSet<(u16, String)> {
         })
         .collect()
 }
+
+/// A ServiceImport of `namespace/name` with `spec`, as the tests of the DNS server make them.
+pub fn service_import(namespace: &str, name: &str, spec: serde_json::Value) -> serde_json::Value {
+    serde_json::json!({
+        "apiVersion": "multicluster.x-k8s.io/v1beta1", "kind": "ServiceImport",
+        "metadata": {"name": name, "namespace": namespace,
+                     "labels": {"app.kubernetes.io/managed-by": "mcs-policy"}},
+        "spec": spec,
+    })
+}
+
+/// An imported slice as `mcs-policy sync` writes it into a member: the import's
+/// `multicluster.kubernetes.io/service-name` and `source-cluster`, the derived Service's
+/// `kubernetes.io/service-name`, managed by the clusterset controller; one named port `pg`.
+pub fn imported_slice(
+    namespace: &str,
+    name: &str,
+    (service, cluster): (&str, &str),
+    family: &str,
+    endpoints: serde_json::Value,
+) -> serde_json::Value {
+    serde_json::json!({
+        "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+        "metadata": {"name": name, "namespace": namespace, "labels": {
+            "multicluster.kubernetes.io/service-name": service,
+            "multicluster.kubernetes.io/source-cluster": cluster,
+            "kubernetes.io/service-name": format!("derived-{service}"),
+            "endpointslice.kubernetes.io/managed-by":
+                "endpointslice-clusterset-controller.karmada.io",
+        }},
+        "addressType": family,
+        "ports": [{"name": "pg", "port": 5432, "protocol": "TCP"}],
+        "endpoints": endpoints,
+    })
+}

@@ -167,16 +167,9 @@ fn apply(plane: &ControlPlane, object: &Value) {
 }
 
 fn service_import(name: &str, spec: Value) -> Value {
-    json!({
-        "apiVersion": "multicluster.x-k8s.io/v1beta1", "kind": "ServiceImport",
-        "metadata": {"name": name, "namespace": "shop",
-                     "labels": {"app.kubernetes.io/managed-by": "mcs-policy"}},
-        "spec": spec,
-    })
+    dns::service_import("shop", name, spec)
 }
 
-/// An imported slice as `mcs-policy sync` writes it: `multicluster.kubernetes.io/service-name`
-/// and `source-cluster`, and the derived Service's `kubernetes.io/service-name`.
 fn imported_slice(
     name: &str,
     service: &str,
@@ -184,18 +177,7 @@ fn imported_slice(
     family: &str,
     endpoints: Value,
 ) -> Value {
-    json!({
-        "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
-        "metadata": {"name": name, "namespace": "shop", "labels": {
-            "multicluster.kubernetes.io/service-name": service,
-            "multicluster.kubernetes.io/source-cluster": cluster,
-            "kubernetes.io/service-name": format!("derived-{service}"),
-            "endpointslice.kubernetes.io/managed-by": "mcs-policy.karmada.io",
-        }},
-        "addressType": family,
-        "ports": [{"name": "pg", "port": 5432, "protocol": "TCP"}],
-        "endpoints": endpoints,
-    })
+    dns::imported_slice("shop", name, (service, cluster), family, endpoints)
 }
 
 fn apply_crds(plane: &ControlPlane) {

@@ -69,30 +69,11 @@ fn apply(plane: &ControlPlane, object: &Value) {
 }
 
 fn service_import(name: &str, spec: Value) -> Value {
-    json!({
-        "apiVersion": "multicluster.x-k8s.io/v1beta1", "kind": "ServiceImport",
-        "metadata": {"name": name, "namespace": APP_NS,
-                     "labels": {"app.kubernetes.io/managed-by": "mcs-policy"}},
-        "spec": spec,
-    })
+    dns::service_import(APP_NS, name, spec)
 }
 
-/// An imported slice as `mcs-policy sync` writes it into a member (host/src/controller/
-/// clusterset): the import's labels and the derived Service's name.
 fn imported_slice(name: &str, service: &str, cluster: &str, endpoints: Value) -> Value {
-    json!({
-        "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
-        "metadata": {"name": name, "namespace": APP_NS, "labels": {
-            "multicluster.kubernetes.io/service-name": service,
-            "multicluster.kubernetes.io/source-cluster": cluster,
-            "kubernetes.io/service-name": format!("derived-{service}"),
-            "endpointslice.kubernetes.io/managed-by":
-                "endpointslice-clusterset-controller.karmada.io",
-        }},
-        "addressType": "IPv4",
-        "ports": [{"name": "pg", "port": 5432, "protocol": "TCP"}],
-        "endpoints": endpoints,
-    })
+    dns::imported_slice(APP_NS, name, (service, cluster), "IPv4", endpoints)
 }
 
 /// One query over TCP; an error when the connection is refused or closed (no ready endpoint
